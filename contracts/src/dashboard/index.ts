@@ -1,0 +1,13 @@
+import type { Surface } from '../route.js';
+import { getCapabilities, capabilitiesResponse } from './capabilities.js';
+
+export { getCapabilities, capabilitiesResponse };
+
+/** The host service's plugin routes, served where the Conduit app expects the Hermes dashboard. */
+export const dashboardSurface = {
+  name: 'dashboard',
+  title: 'Conduit host service (dashboard plugin routes)',
+  version: '0.1.0',
+  description: 'The /api/plugins/conduit_push/* routes the Conduit app calls on the Hermes host.',
+  routes: { getCapabilities },
+} satisfies Surface;

@@ -1,0 +1,13 @@
+import type { Surface } from '../route.js';
+import { getDiscovery, discoveryResponse } from './discovery.js';
+
+export { getDiscovery, discoveryResponse };
+
+/** The voice gateway's HTTP signalling surface (the media and events ride WebRTC). */
+export const voiceSurface = {
+  name: 'voice',
+  title: 'Conduit realtime voice gateway',
+  version: '0.1.0',
+  description: 'OpenAI-compatible WebRTC signalling for realtime voice with Hermes.',
+  routes: { getDiscovery },
+} satisfies Surface;

@@ -1,0 +1,82 @@
+/**
+ * The whole suite on embedded defaults: relay, host service and voice gateway on local ports, state
+ * under one data folder, no external account. Secrets it needs (the voice client key) are created
+ * once in the data folder with mode 0600.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { launch, type Launched } from './launch.js';
+
+export interface SuitePorts {
+  relay: number;
+  host: number;
+  voice: number;
+}
+
+export const DEFAULT_PORTS: SuitePorts = { relay: 9120, host: 9119, voice: 9130 };
+
+export interface Suite {
+  relay: Launched;
+  host: Launched;
+  voice: Launched;
+  voiceApiKey: string;
+  stop: () => Promise<void>;
+}
+
+/** Reads a secret from the data folder, creating it (0600) on first use. */
+function localSecret(dataDir: string, name: string): string {
+  const file = path.join(dataDir, name);
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(file, secret + '\n', { mode: 0o600 });
+  return secret;
+}
+
+export async function startSuite(dataDir: string, ports: SuitePorts = DEFAULT_PORTS): Promise<Suite> {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const voiceApiKey = localSecret(dataDir, 'voice-api-key');
+  const started: Launched[] = [];
+  try {
+    const relay = await launch({
+      name: 'relay',
+      entry: 'server-relay/src/main.ts',
+      port: ports.relay,
+      env: { HOST: '127.0.0.1', PORT: String(ports.relay), DATA_PATH: path.join(dataDir, 'relay.sqlite') },
+      readyPath: '/healthz',
+    });
+    started.push(relay);
+    const host = await launch({
+      name: 'host',
+      entry: 'server-dashboard/src/main.ts',
+      port: ports.host,
+      env: { CONDUIT_HOST_BIND: '127.0.0.1', CONDUIT_HOST_PORT: String(ports.host) },
+      readyPath: '/api/plugins/conduit_push/capabilities',
+    });
+    started.push(host);
+    const voice = await launch({
+      name: 'voice',
+      entry: 'server-voice/src/main.ts',
+      port: ports.voice,
+      env: {
+        HERMES_REALTIME_HOST: '127.0.0.1',
+        HERMES_REALTIME_PORT: String(ports.voice),
+        HERMES_REALTIME_API_KEY: voiceApiKey,
+      },
+      readyPath: '/v1/realtime/discovery',
+    });
+    started.push(voice);
+    return {
+      relay,
+      host,
+      voice,
+      voiceApiKey,
+      stop: async () => {
+        await Promise.all(started.map((server) => server.stop()));
+      },
+    };
+  } catch (error) {
+    await Promise.all(started.map((server) => server.stop()));
+    throw error;
+  }
+}

@@ -1,0 +1,52 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDashboardClient } from '@conduit/generated/dashboard/client';
+import { createRelayClient } from '@conduit/generated/relay/client';
+import { createVoiceClient } from '@conduit/generated/voice/client';
+import { freePort } from '../suite/launch.js';
+import { startSuite, type Suite } from '../suite/suite.js';
+
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'conduit-suite-'));
+let suite: Suite;
+
+beforeAll(async () => {
+  suite = await startSuite(dataDir, { relay: await freePort(), host: await freePort(), voice: await freePort() });
+});
+afterAll(async () => {
+  await suite?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('the one-command suite', () => {
+  it('serves the relay health route', async () => {
+    const { data } = await createRelayClient({ baseUrl: suite.relay.url }).GET('/healthz');
+    expect(data).toEqual({ ok: true });
+  });
+
+  it('serves the host capabilities route', async () => {
+    const { data } = await createDashboardClient({ baseUrl: suite.host.url }).GET(
+      '/api/plugins/conduit_push/capabilities',
+    );
+    expect(data?.ok).toBe(true);
+    expect(data?.restart_needed).toBe(false);
+  });
+
+  it('serves voice discovery with the key it created (mode 0600), and 401 without it', async () => {
+    expect(statSync(path.join(dataDir, 'voice-api-key')).mode & 0o777).toBe(0o600);
+    const authorized = createVoiceClient({
+      baseUrl: suite.voice.url,
+      headers: { authorization: `Bearer ${suite.voiceApiKey}` },
+    });
+    expect((await authorized.GET('/v1/realtime/discovery')).data?.realtime_path).toBe('/v1/realtime/calls');
+    expect((await createVoiceClient({ baseUrl: suite.voice.url }).GET('/v1/realtime/discovery')).response.status).toBe(
+      401,
+    );
+  });
+
+  it('stops every server on SIGTERM with exit code 0', async () => {
+    const codes = await Promise.all([suite.relay.stop(), suite.host.stop(), suite.voice.stop()]);
+    expect(codes).toEqual([0, 0, 0]);
+  });
+});

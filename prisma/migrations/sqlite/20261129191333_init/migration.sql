@@ -1,0 +1,6 @@
+-- CreateTable
+CREATE TABLE "StoreMeta" (
+    "key" TEXT NOT NULL PRIMARY KEY,
+    "value" TEXT NOT NULL,
+    "updatedAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+);

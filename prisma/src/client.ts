@@ -1,0 +1,22 @@
+/**
+ * One Prisma client type for both stores. The SQLite and PostgreSQL clients are generated from the
+ * same models (schema.postgres.prisma is derived from schema.prisma), so their model APIs are the same;
+ * the store code is written against `Db` and never sees which database is underneath.
+ */
+import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient as SqliteClient } from './generated/sqlite/client.js';
+import { PrismaClient as PostgresClient } from './generated/postgres/client.js';
+import { providerOf, sqlitePath } from './migrate.js';
+
+export type Db = SqliteClient;
+export type { Provider } from './providers.js';
+
+export function createDb(url: string): Db {
+  if (providerOf(url) === 'postgres') {
+    const client = new PostgresClient({ adapter: new PrismaPg({ connectionString: url }) });
+    // Same models, same delegates: the PostgreSQL client is used through the shared type.
+    return client as unknown as Db;
+  }
+  return new SqliteClient({ adapter: new PrismaBetterSqlite3({ url: `file:${sqlitePath(url)}` }) });
+}

@@ -1,0 +1,47 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createVoiceClient } from '@conduit/generated/voice/client';
+import { buildApp } from '../src/app.js';
+import { ConfigError, loadConfig, profileFromHermesHome } from '../src/config.js';
+
+let app: FastifyInstance;
+let baseUrl: string;
+
+beforeAll(async () => {
+  app = await buildApp({ host: '127.0.0.1', port: 0, apiKey: 'test-key', profile: 'kitchen' });
+  baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+});
+afterAll(() => app.close());
+
+describe('GET /v1/realtime/discovery', () => {
+  it('answers the profile to a caller with the bearer token, through the generated client', async () => {
+    const voice = createVoiceClient({ baseUrl, headers: { authorization: 'Bearer test-key' } });
+    const { data, response } = await voice.GET('/v1/realtime/discovery');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    expect(data).toEqual({ version: 1, profile: 'kitchen', realtime_path: '/v1/realtime/calls' });
+  });
+
+  it('answers 401 unauthorized without the token or with a wrong one', async () => {
+    const anonymous = createVoiceClient({ baseUrl });
+    const missing = await anonymous.GET('/v1/realtime/discovery');
+    expect(missing.response.status).toBe(401);
+    const wrong = await fetch(`${baseUrl}/v1/realtime/discovery`, { headers: { authorization: 'Bearer test-kez' } });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.text()).toBe('unauthorized');
+  });
+});
+
+describe('configuration', () => {
+  it('fails closed when no API key is configured', () => {
+    expect(() => loadConfig({})).toThrow(ConfigError);
+    expect(() => loadConfig({ HERMES_REALTIME_API_KEY: '   ' })).toThrow(/HERMES_REALTIME_API_KEY/);
+  });
+
+  it('names the profile from HERMES_HOME only for a valid profiles/<name> folder', () => {
+    expect(profileFromHermesHome('/home/u/.hermes/profiles/kitchen')).toBe('kitchen');
+    expect(profileFromHermesHome('/home/u/.hermes/profiles/Kitchen')).toBe('default');
+    expect(profileFromHermesHome('/home/u/.hermes')).toBe('default');
+    expect(profileFromHermesHome(undefined)).toBe('default');
+  });
+});
