@@ -104,9 +104,10 @@ function listGenerated(root: string): string[] {
     const dir = path.join(root, rel);
     if (!existsSync(dir)) return;
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue; // tool caches (.turbo)
       const child = path.posix.join(rel, entry.name);
       if (entry.isDirectory()) walk(child);
-      else out.push(child);
+      else if (rel !== 'generated' && entry.name.endsWith('.ts')) out.push(child);
     }
   };
   walk('generated');
@@ -115,8 +116,8 @@ function listGenerated(root: string): string[] {
     : []) {
     if (name.endsWith('.openapi.json')) out.push(`contracts/openapi/${name}`);
   }
-  // Hand-written package files of the generated workspace are not pipeline output.
-  return out.filter((f) => !/^generated\/(package\.json|tsconfig\.json|README\.md)$/.test(f)).sort();
+  // Only generated/<surface>/*.ts is pipeline output; the workspace's own files sit at its top.
+  return out.sort();
 }
 
 function readableDiff(expectedFile: string, actualFile: string): string {
