@@ -22,3 +22,24 @@ export * from './enums.js';
  * Small key/value facts about the store itself (format version, one-time import markers).
  */
 export type StoreMeta = Prisma.StoreMetaModel
+/**
+ * Model Installation
+ * A phone registered with the relay (the reference store's `installations` map). Inactive ones keep
+ * their slot: DELETE deactivates, only the operator's offline prune removes a row.
+ */
+export type Installation = Prisma.InstallationModel
+/**
+ * Model Gateway
+ * A paired Hermes host profile of one installation.
+ */
+export type Gateway = Prisma.GatewayModel
+/**
+ * Model Pairing
+ * An unclaimed pairing code, stored under sha256 of its normalised form.
+ */
+export type Pairing = Prisma.PairingModel
+/**
+ * Model Decision
+ * A parked clarify decision, keyed `installationId:gatewayId:requestId`.
+ */
+export type Decision = Prisma.DecisionModel

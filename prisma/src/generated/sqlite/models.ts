@@ -9,4 +9,8 @@
  * 🟢 You can import this file directly.
  */
 export type * from './models/StoreMeta.js'
+export type * from './models/Installation.js'
+export type * from './models/Gateway.js'
+export type * from './models/Pairing.js'
+export type * from './models/Decision.js'
 export type * from './commonInputTypes.js'

@@ -51,7 +51,11 @@ export const AnyNull = runtime.AnyNull
 
 
 export const ModelName = {
-  StoreMeta: 'StoreMeta'
+  StoreMeta: 'StoreMeta',
+  Installation: 'Installation',
+  Gateway: 'Gateway',
+  Pairing: 'Pairing',
+  Decision: 'Decision'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -79,6 +83,68 @@ export const StoreMetaScalarFieldEnum = {
 export type StoreMetaScalarFieldEnum = (typeof StoreMetaScalarFieldEnum)[keyof typeof StoreMetaScalarFieldEnum]
 
 
+export const InstallationScalarFieldEnum = {
+  id: 'id',
+  bundleId: 'bundleId',
+  deviceToken: 'deviceToken',
+  voipToken: 'voipToken',
+  watchVoipToken: 'watchVoipToken',
+  environment: 'environment',
+  deviceSecretHash: 'deviceSecretHash',
+  active: 'active',
+  preferences: 'preferences',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type InstallationScalarFieldEnum = (typeof InstallationScalarFieldEnum)[keyof typeof InstallationScalarFieldEnum]
+
+
+export const GatewayScalarFieldEnum = {
+  installationId: 'installationId',
+  id: 'id',
+  name: 'name',
+  secretHash: 'secretHash',
+  dashboardId: 'dashboardId',
+  createdAt: 'createdAt',
+  pluginVersion: 'pluginVersion',
+  pluginCapabilities: 'pluginCapabilities',
+  lastEventAt: 'lastEventAt'
+} as const
+
+export type GatewayScalarFieldEnum = (typeof GatewayScalarFieldEnum)[keyof typeof GatewayScalarFieldEnum]
+
+
+export const PairingScalarFieldEnum = {
+  codeHash: 'codeHash',
+  installationId: 'installationId',
+  expiresAt: 'expiresAt',
+  dashboardId: 'dashboardId'
+} as const
+
+export type PairingScalarFieldEnum = (typeof PairingScalarFieldEnum)[keyof typeof PairingScalarFieldEnum]
+
+
+export const DecisionScalarFieldEnum = {
+  key: 'key',
+  installationId: 'installationId',
+  gatewayId: 'gatewayId',
+  requestId: 'requestId',
+  question: 'question',
+  choices: 'choices',
+  questions: 'questions',
+  answers: 'answers',
+  deliverable: 'deliverable',
+  active: 'active',
+  createdAt: 'createdAt',
+  answer: 'answer',
+  answeredAt: 'answeredAt',
+  cancelledAt: 'cancelledAt'
+} as const
+
+export type DecisionScalarFieldEnum = (typeof DecisionScalarFieldEnum)[keyof typeof DecisionScalarFieldEnum]
+
+
 export const SortOrder = {
   asc: 'asc',
   desc: 'desc'
@@ -93,4 +159,12 @@ export const QueryMode = {
 } as const
 
 export type QueryMode = (typeof QueryMode)[keyof typeof QueryMode]
+
+
+export const NullsOrder = {
+  first: 'first',
+  last: 'last'
+} as const
+
+export type NullsOrder = (typeof NullsOrder)[keyof typeof NullsOrder]
 

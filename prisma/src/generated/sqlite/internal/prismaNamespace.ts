@@ -397,7 +397,11 @@ type FieldRefInputType<Model, FieldType> = Model extends never ? never : FieldRe
 
 
 export const ModelName = {
-  StoreMeta: 'StoreMeta'
+  StoreMeta: 'StoreMeta',
+  Installation: 'Installation',
+  Gateway: 'Gateway',
+  Pairing: 'Pairing',
+  Decision: 'Decision'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -413,7 +417,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "storeMeta"
+    modelProps: "storeMeta" | "installation" | "gateway" | "pairing" | "decision"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -491,6 +495,302 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    Installation: {
+      payload: Prisma.$InstallationPayload<ExtArgs>
+      fields: Prisma.InstallationFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.InstallationFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InstallationPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.InstallationFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InstallationPayload>
+        }
+        findFirst: {
+          args: Prisma.InstallationFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InstallationPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.InstallationFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InstallationPayload>
+        }
+        findMany: {
+          args: Prisma.InstallationFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InstallationPayload>[]
+        }
+        create: {
+          args: Prisma.InstallationCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InstallationPayload>
+        }
+        createMany: {
+          args: Prisma.InstallationCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.InstallationCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InstallationPayload>[]
+        }
+        delete: {
+          args: Prisma.InstallationDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InstallationPayload>
+        }
+        update: {
+          args: Prisma.InstallationUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InstallationPayload>
+        }
+        deleteMany: {
+          args: Prisma.InstallationDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.InstallationUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.InstallationUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InstallationPayload>[]
+        }
+        upsert: {
+          args: Prisma.InstallationUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InstallationPayload>
+        }
+        aggregate: {
+          args: Prisma.InstallationAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateInstallation>
+        }
+        groupBy: {
+          args: Prisma.InstallationGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.InstallationGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.InstallationCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.InstallationCountAggregateOutputType> | number
+        }
+      }
+    }
+    Gateway: {
+      payload: Prisma.$GatewayPayload<ExtArgs>
+      fields: Prisma.GatewayFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.GatewayFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GatewayPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.GatewayFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GatewayPayload>
+        }
+        findFirst: {
+          args: Prisma.GatewayFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GatewayPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.GatewayFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GatewayPayload>
+        }
+        findMany: {
+          args: Prisma.GatewayFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GatewayPayload>[]
+        }
+        create: {
+          args: Prisma.GatewayCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GatewayPayload>
+        }
+        createMany: {
+          args: Prisma.GatewayCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.GatewayCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GatewayPayload>[]
+        }
+        delete: {
+          args: Prisma.GatewayDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GatewayPayload>
+        }
+        update: {
+          args: Prisma.GatewayUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GatewayPayload>
+        }
+        deleteMany: {
+          args: Prisma.GatewayDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.GatewayUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.GatewayUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GatewayPayload>[]
+        }
+        upsert: {
+          args: Prisma.GatewayUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GatewayPayload>
+        }
+        aggregate: {
+          args: Prisma.GatewayAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateGateway>
+        }
+        groupBy: {
+          args: Prisma.GatewayGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.GatewayGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.GatewayCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.GatewayCountAggregateOutputType> | number
+        }
+      }
+    }
+    Pairing: {
+      payload: Prisma.$PairingPayload<ExtArgs>
+      fields: Prisma.PairingFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.PairingFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PairingPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.PairingFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PairingPayload>
+        }
+        findFirst: {
+          args: Prisma.PairingFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PairingPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.PairingFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PairingPayload>
+        }
+        findMany: {
+          args: Prisma.PairingFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PairingPayload>[]
+        }
+        create: {
+          args: Prisma.PairingCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PairingPayload>
+        }
+        createMany: {
+          args: Prisma.PairingCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.PairingCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PairingPayload>[]
+        }
+        delete: {
+          args: Prisma.PairingDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PairingPayload>
+        }
+        update: {
+          args: Prisma.PairingUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PairingPayload>
+        }
+        deleteMany: {
+          args: Prisma.PairingDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.PairingUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.PairingUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PairingPayload>[]
+        }
+        upsert: {
+          args: Prisma.PairingUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PairingPayload>
+        }
+        aggregate: {
+          args: Prisma.PairingAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregatePairing>
+        }
+        groupBy: {
+          args: Prisma.PairingGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.PairingGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.PairingCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.PairingCountAggregateOutputType> | number
+        }
+      }
+    }
+    Decision: {
+      payload: Prisma.$DecisionPayload<ExtArgs>
+      fields: Prisma.DecisionFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.DecisionFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DecisionPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.DecisionFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DecisionPayload>
+        }
+        findFirst: {
+          args: Prisma.DecisionFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DecisionPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.DecisionFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DecisionPayload>
+        }
+        findMany: {
+          args: Prisma.DecisionFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DecisionPayload>[]
+        }
+        create: {
+          args: Prisma.DecisionCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DecisionPayload>
+        }
+        createMany: {
+          args: Prisma.DecisionCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.DecisionCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DecisionPayload>[]
+        }
+        delete: {
+          args: Prisma.DecisionDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DecisionPayload>
+        }
+        update: {
+          args: Prisma.DecisionUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DecisionPayload>
+        }
+        deleteMany: {
+          args: Prisma.DecisionDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.DecisionUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.DecisionUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DecisionPayload>[]
+        }
+        upsert: {
+          args: Prisma.DecisionUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DecisionPayload>
+        }
+        aggregate: {
+          args: Prisma.DecisionAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateDecision>
+        }
+        groupBy: {
+          args: Prisma.DecisionGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DecisionGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.DecisionCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DecisionCountAggregateOutputType> | number
+        }
+      }
+    }
   }
 } & {
   other: {
@@ -536,12 +836,82 @@ export const StoreMetaScalarFieldEnum = {
 export type StoreMetaScalarFieldEnum = (typeof StoreMetaScalarFieldEnum)[keyof typeof StoreMetaScalarFieldEnum]
 
 
+export const InstallationScalarFieldEnum = {
+  id: 'id',
+  bundleId: 'bundleId',
+  deviceToken: 'deviceToken',
+  voipToken: 'voipToken',
+  watchVoipToken: 'watchVoipToken',
+  environment: 'environment',
+  deviceSecretHash: 'deviceSecretHash',
+  active: 'active',
+  preferences: 'preferences',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type InstallationScalarFieldEnum = (typeof InstallationScalarFieldEnum)[keyof typeof InstallationScalarFieldEnum]
+
+
+export const GatewayScalarFieldEnum = {
+  installationId: 'installationId',
+  id: 'id',
+  name: 'name',
+  secretHash: 'secretHash',
+  dashboardId: 'dashboardId',
+  createdAt: 'createdAt',
+  pluginVersion: 'pluginVersion',
+  pluginCapabilities: 'pluginCapabilities',
+  lastEventAt: 'lastEventAt'
+} as const
+
+export type GatewayScalarFieldEnum = (typeof GatewayScalarFieldEnum)[keyof typeof GatewayScalarFieldEnum]
+
+
+export const PairingScalarFieldEnum = {
+  codeHash: 'codeHash',
+  installationId: 'installationId',
+  expiresAt: 'expiresAt',
+  dashboardId: 'dashboardId'
+} as const
+
+export type PairingScalarFieldEnum = (typeof PairingScalarFieldEnum)[keyof typeof PairingScalarFieldEnum]
+
+
+export const DecisionScalarFieldEnum = {
+  key: 'key',
+  installationId: 'installationId',
+  gatewayId: 'gatewayId',
+  requestId: 'requestId',
+  question: 'question',
+  choices: 'choices',
+  questions: 'questions',
+  answers: 'answers',
+  deliverable: 'deliverable',
+  active: 'active',
+  createdAt: 'createdAt',
+  answer: 'answer',
+  answeredAt: 'answeredAt',
+  cancelledAt: 'cancelledAt'
+} as const
+
+export type DecisionScalarFieldEnum = (typeof DecisionScalarFieldEnum)[keyof typeof DecisionScalarFieldEnum]
+
+
 export const SortOrder = {
   asc: 'asc',
   desc: 'desc'
 } as const
 
 export type SortOrder = (typeof SortOrder)[keyof typeof SortOrder]
+
+
+export const NullsOrder = {
+  first: 'first',
+  last: 'last'
+} as const
+
+export type NullsOrder = (typeof NullsOrder)[keyof typeof NullsOrder]
 
 
 
@@ -561,6 +931,13 @@ export type StringFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 
  * Reference to a field of type 'DateTime'
  */
 export type DateTimeFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'DateTime'>
+    
+
+
+/**
+ * Reference to a field of type 'Boolean'
+ */
+export type BooleanFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Boolean'>
     
 
 
@@ -722,6 +1099,10 @@ export interface PrismaClientOptionsWithAdapter extends PrismaClientBaseOptions 
 export type PrismaClientOptions = PrismaClientOptionsWithAccelerateUrl | PrismaClientOptionsWithAdapter
 export type GlobalOmitConfig = {
   storeMeta?: Prisma.StoreMetaOmit
+  installation?: Prisma.InstallationOmit
+  gateway?: Prisma.GatewayOmit
+  pairing?: Prisma.PairingOmit
+  decision?: Prisma.DecisionOmit
 }
 
 /* Types for Logging */
