@@ -1,16 +1,18 @@
 import type { FastifyInstance } from 'fastify';
+import type { WatchDeps } from './deps.js';
 
-/**
- * What the Watch features (tool grants, audio bridge, Live Activities, Maps tokens) need from the
- * relay core, injected by app.ts so these modules never reach into the store directly.
- * Filled in by the Watch work; the relay core passes real implementations.
- */
-export interface WatchDeps {
-  /** Resolves `Authorization: Bearer <inst>.<gw>.<secret>` to its gateway, or null (401). */
-  authenticateGateway(authorization: string | undefined): Promise<{ installationId: string; gatewayId: string } | null>;
-}
+export type {
+  DeviceIdentity,
+  GatewayIdentity,
+  MapsKeySettings,
+  WatchConfig,
+  WatchDeps,
+  WatchSettings,
+} from './deps.js';
+export { WATCH_CAPABILITIES } from './capabilities.js';
+export { WATCH_DEFAULTS, watchSeamsFromEnv, WatchConfigError } from './settings.js';
 
-/** Registers the Watch routes on the relay app. */
+/** Registers the Watch routes (grants, audio bridge, Live Activities, Maps tokens) on the relay app. */
 export function registerWatchFeatures(app: FastifyInstance, deps: WatchDeps): void {
   void app;
   void deps;
