@@ -18,6 +18,401 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/decisions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Poll a decision */
+        get: operations["pollDecision"];
+        put?: never;
+        /** Answer a decision (legacy path) */
+        post: operations["respondDecisionLegacy"];
+        /** Release a decision */
+        delete: operations["releaseDecision"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/decisions/{id}/respond": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Answer a decision */
+        post: operations["respondDecision"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deliver a host event */
+        post: operations["postEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/gateways/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke the calling gateway */
+        delete: operations["revokeCurrentGateway"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/installations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Register a phone */
+        post: operations["registerInstallation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/installations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Update tokens and preferences */
+        put: operations["updateInstallation"];
+        post?: never;
+        /** Deactivate an installation */
+        delete: operations["deleteInstallation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/installations/{id}/pairings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a pairing code */
+        post: operations["createPairing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/live-activities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Register a Live Activity's push token under a chat's session ids
+         * @description Rate limit `live-activity:<installation>` 30/min. Re-registering a token replaces its session ids and keeps its expiry (8 hours after the first registration). An installation holds at most 8 registrations (a ninth replaces its oldest); the relay at most 20,000 (then 503).
+         */
+        put: operations["registerLiveActivity"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/live-activities/{push_token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Forget a Live Activity registration
+         * @description Always 204 for an authenticated phone, also when the token is unknown. Rate limit `live-activity:<installation>`.
+         */
+        delete: operations["removeLiveActivity"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/live-activities/progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report a turn's progress to the Live Activities watching its session
+         * @description Rate limit `live-activity-progress:<gateway>` 120/min (the plugin coalesces to one report per 5 s per watched turn). Sends APNs `liveactivity` pushes to `<APNS_TOPIC>.push-type.liveactivity` with `event` update (or end), `content-state` {phase, tool_category?, tool_count, context_pct?, started_at}, `timestamp`, `stale-date` (10 min on) and, on end, `dismissal-date` (15 min on). A token APNs refuses as gone is forgotten. `watching` tells the plugin whether to keep reporting this turn.
+         */
+        post: operations["reportLiveActivityProgress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/maps/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get a short-lived Apple Maps Server API access token
+         * @description One cached token serves every host (so it identifies none), minted from the relay's Maps key (MAPS_KEY_ID, MAPS_KEY_PATH, APNS_TEAM_ID) by exchanging a signed JWT at Apple's token endpoint, and renewed a minute before it expires. Rate limit `maps-token:<gateway>` 30/min. The relay never sees a lookup: hosts call maps-api.apple.com themselves.
+         */
+        post: operations["mintMapsToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/meta": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Relay version, capabilities and paired gateways */
+        get: operations["getMeta"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pairings/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Claim a pairing code */
+        post: operations["claimPairing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rings/{ringId}/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Fetch a ring session */
+        get: operations["fetchRingSession"];
+        /** Store a ring session */
+        put: operations["storeRingSession"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rings/{ringId}/settled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Settle a ring */
+        post: operations["settleRing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/watch-audio/{gid}/host": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Attach the host end of a grant's audio bridge (WebSocket upgrade)
+         * @description WebSocket (RFC 6455 subset): masked, unfragmented binary messages of at most 64 KB, ping/pong/close. The relay copies binary messages between the host and the Watch untouched and reads only the first byte, which must not be 0. Close codes: 1002 protocol error (unmasked, RSV bits, control frame over 125 bytes, message starting with 0 or empty), 1003 text or fragmented message, 1009 message over 64 KB, 4429 over 96 KB/s averaged over 5 s, 4408 idle 60 s (WATCH_AUDIO_IDLE_MS), 4000 replaced by a newer socket, 4010 grant closed, 4503 (Watch) no host attached or the host went away, 1001 relay shutdown. A slow reader pauses the other side (no buffering). Plain requests without `Upgrade: websocket` are not routed (404). Host notices from the relay: binary [0x00, 0x01] Watch connected, [0x00, 0x02] Watch gone. Checks before the 101, in order: the upgrade headers (version 13, key of 22 base64 characters + "=="), the gateway credential, `watch-audio-host:<grant>` 30/min, the grant (owner, open), audio granted, capacity (200 bridges relay-wide, RELAY_MAX_WATCH_AUDIO_BRIDGES; 2 per gateway, RELAY_MAX_WATCH_AUDIO_BRIDGES_PER_GATEWAY).
+         */
+        get: operations["watchAudioHost"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/watch-audio/{gid}/watch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Attach the Watch end of a grant's audio bridge (WebSocket upgrade)
+         * @description WebSocket (RFC 6455 subset): masked, unfragmented binary messages of at most 64 KB, ping/pong/close. The relay copies binary messages between the host and the Watch untouched and reads only the first byte, which must not be 0. Close codes: 1002 protocol error (unmasked, RSV bits, control frame over 125 bytes, message starting with 0 or empty), 1003 text or fragmented message, 1009 message over 64 KB, 4429 over 96 KB/s averaged over 5 s, 4408 idle 60 s (WATCH_AUDIO_IDLE_MS), 4000 replaced by a newer socket, 4010 grant closed, 4503 (Watch) no host attached or the host went away, 1001 relay shutdown. A slow reader pauses the other side (no buffering). Plain requests without `Upgrade: websocket` are not routed (404). Checks before the 101, in order: `watch-audio-ip:<ip>` 60/min (before auth), the upgrade headers, the grant key, `watch-audio-watch:<grant>` 30/min, audio granted. Without an attached host the socket opens and closes with 4503.
+         */
+        get: operations["watchAudioWatch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/watch-tools/grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open a Watch tool grant
+         * @description Rate limit `watch-grant:<gateway>` 12/min. A gateway holds at most 4 live grants (RELAY_MAX_WATCH_GRANTS_PER_GATEWAY): a fifth closes its oldest as `replaced`. Relay-wide at most 2,048 (RELAY_MAX_WATCH_GRANTS), then 503. Grants live in memory only.
+         */
+        post: operations["createWatchGrant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/watch-tools/grants/{gid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Close a Watch tool grant
+         * @description The owning gateway's credential closes it as `host`, the grant key as `watch`. Always 204, also for a wrong key or a foreign grant, so the answer reveals nothing. The Watch branch is rate limited with `watch-call-ip`.
+         */
+        delete: operations["closeWatchGrant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/watch-tools/grants/{gid}/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Long-poll a grant's Watch calls
+         * @description Answers at once with queued calls, otherwise holds until a call arrives or `wait_ms` passes. One poll per grant: a newer poll answers the older with `{calls: []}`. A new or completed poll marks the host seen; a dropped one does not. Rate limit `watch-poll:<grant>` 240/min.
+         */
+        get: operations["pollWatchCalls"];
+        put?: never;
+        /**
+         * Make a sealed Watch tool call (held open)
+         * @description Limits in order: `watch-call-ip:<ip>` 120/min (before auth), the grant key, `watch-call:<grant>` 30/min, `watch-call-global` (RELAY_WATCH_CALLS_PER_MINUTE, 1,200/min), then the body. Held until the host posts the result (200) or 25 s (504, WATCH_CALL_WAIT_MS). With no host poll waiting and the host unseen for 40 s (WATCH_HOST_GONE_MS): 503 at once. At most 2 calls wait per grant; `rid` is single-use; a client that disconnects drops its call.
+         */
+        post: operations["postWatchCall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/watch-tools/grants/{gid}/results/{rid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Answer a Watch call with the host's sealed result
+         * @description Rate limit `watch-result:<grant>` 120/min.
+         */
+        post: operations["postWatchResult"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -48,6 +443,2222 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         ok: true;
+                    };
+                };
+            };
+        };
+    };
+    pollDecision: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description unknown (missing, expired, released, other gateway), pending or answered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        answer?: string;
+                        answers?: {
+                            [key: string]: string;
+                        };
+                        deliverable?: boolean;
+                        remaining?: string[];
+                        /** @enum {string} */
+                        status: "unknown" | "pending" | "answered";
+                    };
+                };
+            };
+            /** @description Missing or wrong credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description A per-key limit or a process-wide budget is spent. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    respondDecisionLegacy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description ≤2,000 characters, or a sealed `e2e1.…` answer kept whole (≤11,000). */
+                    answer: string;
+                    gateway_id?: string;
+                    question_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Recorded; a batch answers with its still-open question ids. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        remaining?: string[];
+                        /** @constant */
+                        status: "answered";
+                    };
+                };
+            };
+            /** @description Invalid answer, unknown question, or an ambiguous legacy answer. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_json" | "invalid_answer" | "ambiguous_decision" | "invalid_question_id";
+                    };
+                };
+            };
+            /** @description Missing or wrong credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such decision. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unknown_decision";
+                    };
+                };
+            };
+            /** @description Already answered (first answer wins). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "already_answered";
+                    };
+                };
+            };
+            /** @description The host released the decision. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "decision_released";
+                    };
+                };
+            };
+            /** @description The body exceeds 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description A per-key limit or a process-wide budget is spent. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    releaseDecision: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Released, or it had already completed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "cancelled" | "already_completed";
+                    };
+                };
+            };
+            /** @description Missing or wrong credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such decision. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unknown_decision";
+                    };
+                };
+            };
+            /** @description A per-key limit or a process-wide budget is spent. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    respondDecision: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description ≤2,000 characters, or a sealed `e2e1.…` answer kept whole (≤11,000). */
+                    answer: string;
+                    gateway_id?: string;
+                    question_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Recorded; a batch answers with its still-open question ids. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        remaining?: string[];
+                        /** @constant */
+                        status: "answered";
+                    };
+                };
+            };
+            /** @description Invalid answer, unknown question, or an ambiguous legacy answer. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_json" | "invalid_answer" | "ambiguous_decision" | "invalid_question_id";
+                    };
+                };
+            };
+            /** @description Missing or wrong credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such decision. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unknown_decision";
+                    };
+                };
+            };
+            /** @description Already answered (first answer wins). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "already_answered";
+                    };
+                };
+            };
+            /** @description The host released the decision. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "decision_released";
+                    };
+                };
+            };
+            /** @description The body exceeds 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description A per-key limit or a process-wide budget is spent. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    postEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    body?: string;
+                    call?: {
+                        [key: string]: unknown;
+                    };
+                    clarify?: {
+                        card?: boolean;
+                        qids?: string[];
+                        request_id: string;
+                    };
+                    decision?: {
+                        [key: string]: unknown;
+                    };
+                    e2e?: {
+                        ct: string;
+                        /** @description UNIX seconds within [now−25 h, now+2 h]. */
+                        iat: number;
+                        kid: string;
+                        /** @description Equals event_id. */
+                        msg: string;
+                        n: string;
+                        req: string;
+                        tok: string;
+                        /** @constant */
+                        v: 1;
+                        z: 0 | 1;
+                    };
+                    event_id: string;
+                    gateway?: string;
+                    plugin_capabilities?: string[];
+                    plugin_version?: string;
+                    profile?: string;
+                    session_id?: string;
+                    title?: string;
+                    /** @enum {string} */
+                    type: "approval.needed" | "input.needed" | "response.ready" | "turn.failed" | "background_task.finished" | "call.requested" | "plugin.hello";
+                };
+            };
+        };
+        responses: {
+            /** @description Already accepted (same gateway, same event id within 24 h). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        accepted: true;
+                        /** @constant */
+                        duplicate: true;
+                    };
+                };
+            };
+            /** @description Accepted; delivered says whether APNs took a push, rang whether a VoIP call rang. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        accepted: true;
+                        delivered: boolean;
+                        /** @constant */
+                        rang?: true;
+                    };
+                };
+            };
+            /** @description Invalid event. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_json" | "invalid_event_type" | "invalid_event_id" | "invalid_e2e";
+                    };
+                };
+            };
+            /** @description Missing or wrong credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description The body exceeds 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Decision capacity (event id not consumed), the daily call ceiling, or a rate limit. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "decision_capacity_exceeded" | "call_limit" | "rate_limited";
+                    };
+                };
+            };
+            /** @description APNs could not be reached, or refused the push. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "apns_unreachable" | "apns_rejected";
+                        reason?: string;
+                        status?: number;
+                    };
+                };
+            };
+        };
+    };
+    revokeCurrentGateway: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or wrong credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description A per-key limit or a process-wide budget is spent. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    registerInstallation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    bundle_id: string;
+                    /** @description APNs token, hex (64–200 after removing <, > and whitespace; case-insensitive). */
+                    device_token: string;
+                    /** @constant */
+                    environment: "production";
+                    preferences?: {
+                        [key: string]: unknown;
+                    };
+                    voip_token?: string | null;
+                    watch_voip_token?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Registered. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `<installationId>.<deviceSecret>` */
+                        credential: string;
+                        installation: {
+                            active: boolean;
+                            gateways: {
+                                id: string;
+                                name: string;
+                            }[];
+                            id: string;
+                            /** @description Normalised notification preferences; a non-boolean value falls back to its default. */
+                            preferences: {
+                                approval_needed: boolean;
+                                attention_sound: boolean;
+                                background_task_finished: boolean;
+                                call_requested: boolean;
+                                completion_sound: boolean;
+                                decision_cards: boolean;
+                                enabled: boolean;
+                                input_needed: boolean;
+                                response_ready: boolean;
+                                show_previews: boolean;
+                                turn_failed: boolean;
+                            };
+                            updated_at: string;
+                            voip: boolean;
+                            watch_voip: boolean;
+                        };
+                        relay_url: string;
+                    };
+                };
+            };
+            /** @description Invalid body or token. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_json" | "invalid_device_token" | "invalid_voip_token" | "invalid_watch_voip_token" | "invalid_topic" | "production_only";
+                    };
+                };
+            };
+            /** @description The body exceeds 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Per-IP limit, installation capacity, or the registration budget. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited" | "installation_limit_reached";
+                    };
+                };
+            };
+        };
+    };
+    updateInstallation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description APNs token, hex (64–200 after removing <, > and whitespace; case-insensitive). */
+                    device_token?: string;
+                    /** @description Merged over the stored preferences. */
+                    preferences?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description null clears the PushKit token; absent keeps it. */
+                    voip_token?: string | null;
+                    watch_voip_token?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The installation after the update. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        installation: {
+                            active: boolean;
+                            gateways: {
+                                id: string;
+                                name: string;
+                            }[];
+                            id: string;
+                            /** @description Normalised notification preferences; a non-boolean value falls back to its default. */
+                            preferences: {
+                                approval_needed: boolean;
+                                attention_sound: boolean;
+                                background_task_finished: boolean;
+                                call_requested: boolean;
+                                completion_sound: boolean;
+                                decision_cards: boolean;
+                                enabled: boolean;
+                                input_needed: boolean;
+                                response_ready: boolean;
+                                show_previews: boolean;
+                                turn_failed: boolean;
+                            };
+                            updated_at: string;
+                            voip: boolean;
+                            watch_voip: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid body or token. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_json" | "invalid_device_token" | "invalid_voip_token" | "invalid_watch_voip_token";
+                    };
+                };
+            };
+            /** @description Missing or wrong credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description The body exceeds 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description A per-key limit or a process-wide budget is spent. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    deleteInstallation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deactivated. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or wrong credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description A per-key limit or a process-wide budget is spent. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    createPairing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    dashboard_id?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description A new code; any earlier unclaimed code of the installation is void. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        expires_at: string;
+                        pairing_code: string;
+                    };
+                };
+            };
+            /** @description Invalid body or dashboard id. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_json" | "invalid_dashboard_id";
+                    };
+                };
+            };
+            /** @description Missing or wrong credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description The body exceeds 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description A per-key limit or a process-wide budget is spent. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    registerLiveActivity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    gateway_id?: string;
+                    push_token: string;
+                    session_ids: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Registered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        expires_at: string;
+                        /** @constant */
+                        registered: true;
+                    };
+                };
+            };
+            /** @description Malformed body or JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_live_activity" | "invalid_json";
+                    };
+                };
+            };
+            /** @description Unknown or inactive installation. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Body over 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Rate limited. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+            /** @description The relay holds its maximum of registrations. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "live_activity_capacity";
+                    };
+                };
+            };
+        };
+    };
+    removeLiveActivity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                push_token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Forgotten. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown or inactive installation. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Token of the wrong shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "not_found";
+                    };
+                };
+            };
+            /** @description Rate limited. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    reportLiveActivityProgress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    context_pct?: number;
+                    end?: boolean;
+                    /** @enum {string} */
+                    phase: "thinking" | "tool" | "approval" | "input" | "responding" | "done" | "failed" | "stopped";
+                    session_id: string;
+                    started_at: number;
+                    /** @enum {string} */
+                    tool_category?: "terminal" | "files" | "web" | "browser" | "connector" | "memory" | "media" | "agent" | "other";
+                    tool_count: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Reported. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        sent: number;
+                        watching: boolean;
+                    };
+                };
+            };
+            /** @description Malformed body or JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_progress" | "invalid_json";
+                    };
+                };
+            };
+            /** @description Unknown or revoked gateway credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Body over 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Rate limited. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    mintMapsToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An access token for maps-api.apple.com. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        expires_at: string;
+                        expires_in: number;
+                    };
+                };
+            };
+            /** @description Unknown or revoked gateway credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description This relay has no Maps key. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "maps_unavailable";
+                    };
+                };
+            };
+            /** @description Rate limited. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+            /** @description Apple's token endpoint failed or refused the key. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "maps_unreachable";
+                    };
+                };
+            };
+        };
+    };
+    getMeta: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Relay facts for the calling installation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        capabilities: string[];
+                        gateways: {
+                            dashboard_id: string | null;
+                            id: string;
+                            last_event_at: string | null;
+                            name: string;
+                            plugin_capabilities: string[];
+                            plugin_version: string | null;
+                        }[];
+                        version: string;
+                    };
+                };
+            };
+            /** @description Missing or wrong credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description A per-key limit or a process-wide budget is spent. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    claimPairing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    gateway_name?: string;
+                    pairing_code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Paired. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `<installationId>.<gatewayId>.<gatewaySecret>` */
+                        credential: string;
+                        gateway_id: string;
+                        installation_id: string;
+                        relay_url: string;
+                    };
+                };
+            };
+            /** @description The body is not a JSON object. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_json";
+                    };
+                };
+            };
+            /** @description Unknown, expired or used code. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_or_expired_pairing";
+                    };
+                };
+            };
+            /** @description The body exceeds 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Per-IP limit, the device-change budget, or the installation has 64 gateways. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited" | "gateway_limit_reached";
+                    };
+                };
+            };
+        };
+    };
+    fetchRingSession: {
+        parameters: {
+            query?: {
+                /** @description Seconds to wait, at most 20. */
+                wait?: string;
+            };
+            header?: never;
+            path: {
+                ringId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sealed session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        sealed: string;
+                    };
+                };
+            };
+            /** @description Nothing stored in time. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or wrong credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Unknown ring or wrong token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unknown_ring";
+                    };
+                };
+            };
+            /** @description Not answered on the Watch, or two fetches already wait. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "not_answered_on_watch" | "busy";
+                    };
+                };
+            };
+        };
+    };
+    storeRingSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ringId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    sealed: string;
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Stored for 2 minutes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        stored: true;
+                    };
+                };
+            };
+            /** @description Invalid body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_json" | "invalid_session";
+                    };
+                };
+            };
+            /** @description Unknown ring or wrong token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unknown_ring";
+                    };
+                };
+            };
+            /** @description The ring was not answered on the Watch. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "not_answered_on_watch";
+                    };
+                };
+            };
+            /** @description The body exceeds 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+        };
+    };
+    settleRing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ringId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    by: "phone" | "watch";
+                    /** @enum {string} */
+                    outcome: "answered" | "declined";
+                    /** @description Sealed call start from the Watch (≤1,024 base64url), forwarded to the phone. */
+                    start?: string;
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Settled; notified says a stop push went to the other device. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        notified: boolean;
+                        /** @constant */
+                        settled: true;
+                    };
+                };
+            };
+            /** @description Invalid body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_json" | "invalid_settle";
+                    };
+                };
+            };
+            /** @description Unknown ring or wrong token (indistinguishable). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unknown_ring";
+                    };
+                };
+            };
+            /** @description Already settled; says how. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        error: "already_settled";
+                        settled: {
+                            /** @enum {string} */
+                            by: "phone" | "watch";
+                            /** @enum {string} */
+                            outcome: "answered" | "declined";
+                        };
+                    };
+                };
+            };
+            /** @description The body exceeds 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description A per-key limit or a process-wide budget is spent. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    watchAudioHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Grant id (22 base64url characters); any other id answers 404 not_found. */
+                gid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching protocols. */
+            101: {
+                headers: {
+                    /** @description `Upgrade` */
+                    Connection?: string;
+                    /** @description base64(SHA-1(Sec-WebSocket-Key + RFC 6455 GUID)) */
+                    "Sec-WebSocket-Accept"?: string;
+                    /** @description `websocket` */
+                    Upgrade?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not a valid WebSocket upgrade. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "bad_upgrade";
+                    };
+                };
+            };
+            /** @description Unknown or revoked gateway credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description The grant was opened without audio. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "audio_not_granted";
+                    };
+                };
+            };
+            /** @description The grant closed, or is not this gateway’s. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        error: "grant_closed";
+                        /** @enum {string} */
+                        reason: "expired" | "replaced" | "host" | "watch";
+                    };
+                };
+            };
+            /** @description Rate limited. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+            /** @description Too many audio bridges. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "watch_audio_capacity";
+                    };
+                };
+            };
+        };
+    };
+    watchAudioWatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Grant id (22 base64url characters); any other id answers 404 not_found. */
+                gid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching protocols. */
+            101: {
+                headers: {
+                    /** @description `Upgrade` */
+                    Connection?: string;
+                    /** @description base64(SHA-1(Sec-WebSocket-Key + RFC 6455 GUID)) */
+                    "Sec-WebSocket-Accept"?: string;
+                    /** @description `websocket` */
+                    Upgrade?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not a valid WebSocket upgrade. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "bad_upgrade";
+                    };
+                };
+            };
+            /** @description Missing or wrong grant key, or unknown grant. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description The grant was opened without audio. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "audio_not_granted";
+                    };
+                };
+            };
+            /** @description The grant closed. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        error: "grant_closed";
+                        /** @enum {string} */
+                        reason: "expired" | "replaced" | "host" | "watch";
+                    };
+                };
+            };
+            /** @description Rate limited. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    createWatchGrant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    audio?: boolean;
+                    max_calls: number;
+                    ttl_s: number;
+                    watch_key_sha256: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Grant opened. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        audio: boolean;
+                        call_wait_ms: number;
+                        expires_at: string;
+                        grant_id: string;
+                    };
+                };
+            };
+            /** @description Malformed body or JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_grant" | "invalid_json";
+                    };
+                };
+            };
+            /** @description Unknown or revoked gateway credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Body over 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Rate limited. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+            /** @description The relay holds its maximum of grants. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "watch_grant_capacity";
+                    };
+                };
+            };
+        };
+    };
+    closeWatchGrant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Grant id (22 base64url characters); any other id answers 404 not_found. */
+                gid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Closed, or nothing to close. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Grant id of the wrong shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "not_found";
+                    };
+                };
+            };
+        };
+    };
+    pollWatchCalls: {
+        parameters: {
+            query?: {
+                /** @description Longest wait in ms, capped at 25,000 (WATCH_HOST_POLL_WAIT_MS); missing or invalid means the cap. */
+                wait_ms?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Grant id (22 base64url characters); any other id answers 404 not_found. */
+                gid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Calls to run (possibly none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        calls: {
+                            ct: string;
+                            n: string;
+                            rid: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Unknown or revoked gateway credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Grant id of the wrong shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "not_found";
+                    };
+                };
+            };
+            /** @description The grant closed, or is not this gateway’s. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        error: "grant_closed";
+                        /** @enum {string} */
+                        reason: "expired" | "replaced" | "host" | "watch";
+                    };
+                };
+            };
+            /** @description Rate limited. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
+                    };
+                };
+            };
+        };
+    };
+    postWatchCall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Grant id (22 base64url characters); any other id answers 404 not_found. */
+                gid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    ct: string;
+                    n: string;
+                    rid: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The host's sealed answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ct: string;
+                        n: string;
+                    };
+                };
+            };
+            /** @description Malformed call or JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_call" | "invalid_json";
+                    };
+                };
+            };
+            /** @description Missing or wrong grant key, or unknown grant. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Grant id of the wrong shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "not_found";
+                    };
+                };
+            };
+            /** @description This rid was already used on the grant. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "duplicate_call";
+                    };
+                };
+            };
+            /** @description The grant closed (also answered to held calls). */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        error: "grant_closed";
+                        /** @enum {string} */
+                        reason: "expired" | "replaced" | "host" | "watch";
+                    };
+                };
+            };
+            /** @description Body over 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Grant out of calls, two calls already waiting, or rate limited. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "grant_exhausted" | "too_many_calls" | "rate_limited";
+                    };
+                };
+            };
+            /** @description The host has not polled for 40 s. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "host_offline";
+                    };
+                };
+            };
+            /** @description The host did not answer within 25 s. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "host_timeout";
+                    };
+                };
+            };
+        };
+    };
+    postWatchResult: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                gid: string;
+                rid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    ct: string;
+                    n: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Handed to the waiting Watch request. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "delivered";
+                    };
+                };
+            };
+            /** @description Malformed result or JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_result" | "invalid_json";
+                    };
+                };
+            };
+            /** @description Unknown or revoked gateway credential. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description No call with this rid is waiting (timed out, dropped, answered), or an id of the wrong shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unknown_call" | "not_found";
+                    };
+                };
+            };
+            /** @description The grant closed, or is not this gateway’s. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        error: "grant_closed";
+                        /** @enum {string} */
+                        reason: "expired" | "replaced" | "host" | "watch";
+                    };
+                };
+            };
+            /** @description Body over 32,768 characters. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Rate limited. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "rate_limited";
                     };
                 };
             };

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { defineRoute } from '../route.js';
+import { errorOf, JSON_BODY, tooLarge, unauthorized } from './shared.js';
+
+const e2eEnvelope = z.object({
+  v: z.literal(1),
+  kid: z.string().regex(/^[0-9a-f]{32}$/),
+  msg: z.string().describe('Equals event_id.'),
+  iat: z.number().int().describe('UNIX seconds within [now−25 h, now+2 h].'),
+  tok: z.string().regex(/^[0-9a-f]{16}$/),
+  z: z.union([z.literal(0), z.literal(1)]),
+  req: z.string(),
+  n: z.string().regex(/^[A-Za-z0-9_-]{16}$/),
+  ct: z.string().regex(/^[A-Za-z0-9_-]{22,2600}$/),
+});
+
+/** Route 10: a host event to push (or a plugin.hello that only records the plugin version). */
+export const postEvent = defineRoute({
+  method: 'POST',
+  path: '/v1/events',
+  operationId: 'postEvent',
+  summary: 'Deliver a host event',
+  tags: ['events'],
+  auth: 'gateway',
+  bodyContentType: JSON_BODY,
+  body: z.object({
+    type: z.enum([
+      'approval.needed',
+      'input.needed',
+      'response.ready',
+      'turn.failed',
+      'background_task.finished',
+      'call.requested',
+      'plugin.hello',
+    ]),
+    event_id: z.string().regex(/^[A-Za-z0-9:_-]{8,128}$/),
+    title: z.string().optional(),
+    body: z.string().optional(),
+    session_id: z.string().optional(),
+    profile: z.string().optional(),
+    gateway: z.string().optional(),
+    plugin_version: z.string().optional(),
+    plugin_capabilities: z.array(z.string()).optional(),
+    decision: z.record(z.string(), z.unknown()).optional(),
+    call: z.record(z.string(), z.unknown()).optional(),
+    e2e: e2eEnvelope.optional(),
+    clarify: z
+      .object({ request_id: z.string(), qids: z.array(z.string()).optional(), card: z.boolean().optional() })
+      .optional(),
+  }),
+  responses: {
+    200: {
+      description: 'Already accepted (same gateway, same event id within 24 h).',
+      schema: z.object({ accepted: z.literal(true), duplicate: z.literal(true) }),
+    },
+    202: {
+      description: 'Accepted; delivered says whether APNs took a push, rang whether a VoIP call rang.',
+      schema: z.object({ accepted: z.literal(true), delivered: z.boolean(), rang: z.literal(true).optional() }),
+    },
+    400: {
+      description: 'Invalid event.',
+      schema: errorOf(['invalid_json', 'invalid_event_type', 'invalid_event_id', 'invalid_e2e']),
+    },
+    401: unauthorized,
+    413: tooLarge,
+    429: {
+      description: 'Decision capacity (event id not consumed), the daily call ceiling, or a rate limit.',
+      schema: errorOf(['decision_capacity_exceeded', 'call_limit', 'rate_limited']),
+    },
+    502: {
+      description: 'APNs could not be reached, or refused the push.',
+      schema: z.object({
+        error: z.enum(['apns_unreachable', 'apns_rejected']),
+        reason: z.string().optional(),
+        status: z.number().int().optional(),
+      }),
+    },
+  },
+});

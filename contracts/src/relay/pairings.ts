@@ -1,0 +1,71 @@
+import { z } from 'zod';
+import { defineRoute } from '../route.js';
+import { errorOf, installationIdParam, JSON_BODY, rateLimited, tooLarge, unauthorized } from './shared.js';
+
+/** Route 8: the phone asks for a pairing code (one live code per installation, 10 minutes). */
+export const createPairing = defineRoute({
+  method: 'POST',
+  path: '/v1/installations/{id}/pairings',
+  operationId: 'createPairing',
+  summary: 'Create a pairing code',
+  tags: ['pairing'],
+  auth: 'device',
+  params: installationIdParam,
+  bodyContentType: JSON_BODY,
+  body: z.object({ dashboard_id: z.string().nullable().optional() }),
+  responses: {
+    201: {
+      description: 'A new code; any earlier unclaimed code of the installation is void.',
+      schema: z.object({ pairing_code: z.string().regex(/^[A-Z2-9]{5}-[A-Z2-9]{5}$/), expires_at: z.string() }),
+    },
+    400: { description: 'Invalid body or dashboard id.', schema: errorOf(['invalid_json', 'invalid_dashboard_id']) },
+    401: unauthorized,
+    413: tooLarge,
+    429: rateLimited,
+  },
+});
+
+/** Route 9: a host claims the code and receives its gateway credential. */
+export const claimPairing = defineRoute({
+  method: 'POST',
+  path: '/v1/pairings/claim',
+  operationId: 'claimPairing',
+  summary: 'Claim a pairing code',
+  tags: ['pairing'],
+  auth: 'none',
+  bodyContentType: JSON_BODY,
+  body: z.object({ pairing_code: z.string(), gateway_name: z.string().optional() }),
+  responses: {
+    200: {
+      description: 'Paired.',
+      schema: z.object({
+        installation_id: z.string(),
+        gateway_id: z.string(),
+        credential: z.string().describe('`<installationId>.<gatewayId>.<gatewaySecret>`'),
+        relay_url: z.string(),
+      }),
+    },
+    400: { description: 'The body is not a JSON object.', schema: errorOf(['invalid_json']) },
+    404: { description: 'Unknown, expired or used code.', schema: errorOf(['invalid_or_expired_pairing']) },
+    413: tooLarge,
+    429: {
+      description: 'Per-IP limit, the device-change budget, or the installation has 64 gateways.',
+      schema: errorOf(['rate_limited', 'gateway_limit_reached']),
+    },
+  },
+});
+
+/** Route 14: a host revokes its own credential (unpair). */
+export const revokeCurrentGateway = defineRoute({
+  method: 'DELETE',
+  path: '/v1/gateways/current',
+  operationId: 'revokeCurrentGateway',
+  summary: 'Revoke the calling gateway',
+  tags: ['pairing'],
+  auth: 'gateway',
+  responses: {
+    204: { description: 'Revoked.' },
+    401: unauthorized,
+    429: rateLimited,
+  },
+});
