@@ -73,12 +73,11 @@ export type ReplyOf<R extends RouteContract> = {
   [S in StatusOf<R>]: { status: S; body: BodyOf<R, S>; headers?: Record<string, string> };
 }[StatusOf<R>];
 
-export type ParamsOf<R extends RouteContract> = R['params'] extends z.ZodObject
-  ? z.output<R['params']>
-  : Record<string, never>;
-export type QueryOf<R extends RouteContract> = R['query'] extends z.ZodObject
-  ? z.output<R['query']>
-  : Record<string, never>;
+// NonNullable: `params`/`query` are optional members, so R['params'] includes undefined.
+export type ParamsOf<R extends RouteContract> =
+  NonNullable<R['params']> extends z.ZodObject ? z.output<NonNullable<R['params']>> : Record<string, never>;
+export type QueryOf<R extends RouteContract> =
+  NonNullable<R['query']> extends z.ZodObject ? z.output<NonNullable<R['query']>> : Record<string, never>;
 export type BodyInputOf<R extends RouteContract> = R['body'] extends z.ZodType ? z.output<R['body']> : undefined;
 
 /** A named collection of routes, one per served surface (relay, dashboard, voice). */
