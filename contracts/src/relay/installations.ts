@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
-import { errorOf, installationIdParam, installationSchema, JSON_BODY, rateLimited, tooLarge, unauthorized } from './shared.js';
+import {
+  errorOf,
+  installationIdParam,
+  installationSchema,
+  JSON_BODY,
+  rateLimited,
+  tooLarge,
+  unauthorized,
+} from './shared.js';
 
 const token = z.string().describe('APNs token, hex (64–200 after removing <, > and whitespace; case-insensitive).');
 

@@ -19,7 +19,10 @@ export const settleRing = defineRoute({
     token: ringToken,
     by: z.enum(['phone', 'watch']),
     outcome: z.enum(['answered', 'declined']),
-    start: z.string().optional().describe('Sealed call start from the Watch (≤1,024 base64url), forwarded to the phone.'),
+    start: z
+      .string()
+      .optional()
+      .describe('Sealed call start from the Watch (≤1,024 base64url), forwarded to the phone.'),
   }),
   responses: {
     200: {

@@ -39,5 +39,8 @@ export const installationSchema = z.object({
 });
 
 export const unauthorized = { description: 'Missing or wrong credential.', schema: errorOf(['unauthorized']) };
-export const rateLimited = { description: 'A per-key limit or a process-wide budget is spent.', schema: errorOf(['rate_limited']) };
+export const rateLimited = {
+  description: 'A per-key limit or a process-wide budget is spent.',
+  schema: errorOf(['rate_limited']),
+};
 export const tooLarge = { description: 'The body exceeds 32,768 characters.', schema: errorOf(['payload_too_large']) };
