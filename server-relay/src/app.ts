@@ -1,19 +1,154 @@
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { isIP } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { WireError } from '@conduit/contracts/server';
+import { createApnsSender } from './apns/index.js';
+import type { ApnsSender } from './apns/types.js';
 import type { RelayConfig } from './config.js';
+import { findDevice, findGateway, type RelayContext, type RelayLog } from './relay-context.js';
+import { MemoryEventLedger } from './ephemeral/event-ledger.js';
+import { MemoryRateLimiter } from './ephemeral/rate-limiter.js';
+import { MemoryRingSessionStore } from './ephemeral/ring-sessions.js';
+import { MemoryRingRegistry } from './ephemeral/rings.js';
+import { acceptAnyBodyAsText } from './http/read-json.js';
+import { applyWireConventions, type AccessLog } from './http/wire-conventions.js';
+import { FIXED_LIMITS } from './limits.js';
+import { decisionRoutes } from './routes/decisions.js';
+import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
+import { installationRoutes } from './routes/installations.js';
+import { CORE_CAPABILITIES, metaRoutes } from './routes/meta.js';
+import { pairingRoutes } from './routes/pairings.js';
+import { ringRoutes } from './routes/rings.js';
+import { DeferredActivity } from './store/deferred-activity.js';
+import { openPrismaStore } from './store/prisma-store.js';
+import type { RelayStore } from './store/relay-store.js';
+import { registerWatchFeatures, WATCH_CAPABILITIES } from './watch/index.js';
 
-/** Builds a ready relay app from its configuration; nothing global, so tests build many. */
-export async function buildApp(config: RelayConfig): Promise<FastifyInstance> {
-  void config;
-  const app = Fastify({ logger: false });
-  app.setErrorHandler((error, _request, reply) => {
-    if (error instanceof WireError) return reply.status(error.status).send(error.body());
-    reply.log.error(error);
-    return reply.status(500).send({ error: 'internal_error' });
-  });
-  app.setNotFoundHandler((_request, reply) => reply.status(404).send({ error: 'not_found' }));
+/** What tests (and main.ts) may inject; everything else is built from the configuration. */
+export interface RelayDeps {
+  store?: RelayStore;
+  apns?: ApnsSender;
+  now?: () => number;
+  random?: (size: number) => Buffer;
+  log?: RelayLog;
+  accessLog?: AccessLog;
+}
+
+const jsonLine =
+  (stream: NodeJS.WriteStream) =>
+  (line: Record<string, unknown>): void => {
+    stream.write(`${JSON.stringify(line)}\n`);
+  };
+
+function defaultLog(): RelayLog {
+  const write = jsonLine(process.stderr);
+  return (level, msg, fields) => write({ level, msg, ...fields });
+}
+
+/** A promise-chain mutex: the next holder starts when the previous one settles. */
+function createLock(): <T>(work: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(work: () => Promise<T>) => {
+    const run = tail.then(work, work);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}
+
+/** The client address of a raw request, for the Watch upgrades (same rule as clientIp). */
+function rawClientIp(request: IncomingMessage, trustProxy: boolean): string {
+  if (trustProxy) {
+    const header = request.headers['x-forwarded-for'];
+    const first = (Array.isArray(header) ? header[0] : header)?.split(',')[0]?.trim();
+    if (first && isIP(first)) return first;
+  }
+  return request.socket.remoteAddress ?? 'unknown';
+}
+
+/**
+ * Builds a ready relay app from its configuration; nothing global, so tests build many. The store is
+ * opened (and migrated) here unless injected; closing the app flushes deferred writes and closes it.
+ */
+export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promise<FastifyInstance> {
+  const now = deps.now ?? Date.now;
+  const log = deps.log ?? defaultLog();
+  const accessLog = deps.accessLog ?? jsonLine(process.stdout);
+  const store = deps.store ?? (await openPrismaStore(config.databaseUrl));
+  const apns = deps.apns ?? createApnsSender(config.apns);
+  const activity = new DeferredActivity(store, FIXED_LIMITS.deferredWriteDelayMs, (error) =>
+    log('error', 'deferred gateway write failed', { error: error instanceof Error ? error.message : String(error) }),
+  );
+  const context: RelayContext = {
+    config,
+    store,
+    limiter: new MemoryRateLimiter(now),
+    ledger: new MemoryEventLedger(
+      {
+        ttlMs: FIXED_LIMITS.eventIdTtlMs,
+        perInstallation: config.limits.maxEventIdsPerInstallation,
+        total: config.limits.maxEventIds,
+      },
+      now,
+    ),
+    rings: new MemoryRingRegistry({ ttlMs: FIXED_LIMITS.ringTtlMs, max: FIXED_LIMITS.maxRings }, now),
+    ringSessions: new MemoryRingSessionStore(
+      {
+        ttlMs: FIXED_LIMITS.ringSessionTtlMs,
+        maxTotalChars: FIXED_LIMITS.maxRingSessionBytesTotal,
+        maxWaiters: FIXED_LIMITS.maxRingSessionWaiters,
+      },
+      now,
+    ),
+    apns,
+    activity,
+    now,
+    random: deps.random ?? randomBytes,
+    log,
+    decisionLock: createLock(),
+  };
+
+  const app = Fastify({ logger: false, bodyLimit: FIXED_LIMITS.maxBodyChars * 4 });
+  acceptAnyBodyAsText(app);
+  applyWireConventions(app, accessLog, (error) =>
+    log('error', 'request failed', { error: error instanceof Error ? error.message : String(error) }),
+  );
   healthRoutes(app);
+  installationRoutes(app, context);
+  pairingRoutes(app, context);
+  eventRoutes(app, context);
+  decisionRoutes(app, context);
+  ringRoutes(app, context);
+  metaRoutes(app, context, [...CORE_CAPABILITIES.slice(0, 4), ...WATCH_CAPABILITIES, ...CORE_CAPABILITIES.slice(4)]);
+  registerWatchFeatures(app, {
+    authenticateGateway: async (authorization) => {
+      const found = await findGateway(context, authorization);
+      return found ? { installationId: found.installation.id, gatewayId: found.gateway.id } : null;
+    },
+    authenticateDevice: async (authorization) => {
+      const installation = await findDevice(context, authorization);
+      return installation ? { installationId: installation.id } : null;
+    },
+    apns,
+    rateLimit: context.limiter,
+    clientIp: (request) => rawClientIp(request, config.trustProxy),
+    config: {
+      ...config.watch,
+      publicUrl: config.publicUrl,
+      apnsTopic: config.apnsTopic,
+      maxGrants: config.limits.maxWatchGrants,
+      maxGrantsPerGateway: config.limits.maxWatchGrantsPerGateway,
+      watchCallsPerMinute: config.limits.watchCallsPerMinute,
+      maxAudioBridges: config.limits.maxWatchAudioBridges,
+      maxAudioBridgesPerGateway: config.limits.maxWatchAudioBridgesPerGateway,
+    },
+    now,
+  });
+  app.addHook('onClose', async () => {
+    await activity.flush();
+    await apns.close();
+    if (!deps.store) await store.close();
+  });
   await app.ready();
   return app;
 }

@@ -1,14 +1,100 @@
-/** Everything the relay reads from its environment, validated once at boot. */
+import path from 'node:path';
+import { apnsOptionsFromEnv, ApnsConfigError, type ApnsOptions } from './apns/index.js';
+import { LimitError, readLimits, type Limits } from './limits.js';
+import { watchSeamsFromEnv, WatchConfigError } from './watch/index.js';
+
+/** Everything the relay reads from its environment (§9), validated once at boot. */
 export interface RelayConfig {
   host: string;
   port: number;
+  /** PUBLIC_URL without a trailing slash: echoed as `relay_url`, base of ring urls. */
+  publicUrl: string;
+  /** Where the store lives: a SQLite file path (DATA_PATH) or a postgresql:// URL (DATABASE_URL). */
+  databaseUrl: string;
+  /** DATA_PATH as given; when it names a reference JSON store it is imported once (see store/import-json.ts). */
+  dataPath: string;
+  /** APNS_TOPIC: the app bundle id registrations must name. */
+  apnsTopic: string;
+  /** APNS_WATCH_TOPIC: base of the Watch's VoIP topic. */
+  apnsWatchTopic: string;
+  /** TRUST_PROXY=1: the client address is X-Forwarded-For's first entry. */
+  trustProxy: boolean;
+  limits: Limits;
+  /** APNS_* as the sender factory reads them (seams, provider key). */
+  apns: ApnsOptions;
+  /** WATCH_* seams and the Maps key for the Watch features. */
+  watch: ReturnType<typeof watchSeamsFromEnv>;
+  /** The raw environment, for the APNs sender factory and the Watch features' seams. */
+  env: NodeJS.ProcessEnv;
 }
 
 export class ConfigError extends Error {}
 
-/** Reads the operator's environment (see the README's configuration table). Throws ConfigError with a message naming the variable. */
+function required(env: NodeJS.ProcessEnv, name: string): string {
+  const value = env[name]?.trim();
+  if (!value) throw new ConfigError(`${name} is required.`);
+  return value;
+}
+
+/** PUBLIC_URL must parse and be https (the plugin only sends credentials over https); trailing slashes are stripped. */
+export function parsePublicUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('PUBLIC_URL must be a valid https URL.');
+  }
+  if (url.protocol !== 'https:') throw new ConfigError('PUBLIC_URL must use https.');
+  return raw.trim().replace(/\/+$/, '');
+}
+
+/**
+ * Reads the operator's environment (README configuration table). Throws ConfigError with a message
+ * naming the variable; main.ts prints it to stderr and exits non-zero.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv): RelayConfig {
+  let limits: Limits;
+  try {
+    limits = readLimits(env);
+  } catch (error) {
+    if (error instanceof LimitError) throw new ConfigError(error.message);
+    throw error;
+  }
+  const publicUrl = parsePublicUrl(required(env, 'PUBLIC_URL'));
+  const dataPath = required(env, 'DATA_PATH');
+  const apnsTopic = required(env, 'APNS_TOPIC');
+  let apns: ApnsOptions;
+  let watch: ReturnType<typeof watchSeamsFromEnv>;
+  try {
+    apns = apnsOptionsFromEnv(env);
+    watch = watchSeamsFromEnv(env);
+  } catch (error) {
+    if (error instanceof ApnsConfigError || error instanceof WatchConfigError) throw new ConfigError(error.message);
+    throw error;
+  }
   const port = env.PORT?.trim() ? Number(env.PORT) : 9120;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError('PORT must be a port number.');
-  return { host: env.HOST?.trim() || '127.0.0.1', port };
+  const databaseUrl = env.DATABASE_URL?.trim() || path.resolve(sqlitePathFor(dataPath));
+  return {
+    host: env.HOST?.trim() || '127.0.0.1',
+    port,
+    publicUrl,
+    databaseUrl,
+    dataPath,
+    apnsTopic,
+    apnsWatchTopic: env.APNS_WATCH_TOPIC?.trim() || `${apnsTopic}.watchkitapp`,
+    trustProxy: env.TRUST_PROXY === '1',
+    limits,
+    apns,
+    watch,
+    env,
+  };
+}
+
+/**
+ * The SQLite file for DATA_PATH. A reference deployment's DATA_PATH names its JSON file
+ * (`relay.json`); the database then sits beside it as `relay.sqlite`, and the JSON is imported once.
+ */
+export function sqlitePathFor(dataPath: string): string {
+  return dataPath.endsWith('.json') ? dataPath.slice(0, -'.json'.length) + '.sqlite' : dataPath;
 }

@@ -1,0 +1,154 @@
+import { createHash } from 'node:crypto';
+import { FIXED_LIMITS } from '../limits.js';
+import type { ApnsNotification } from '../apns/types.js';
+import type { EventType, PlainEvent, SealedEvent } from './events.js';
+import type { Preferences } from './preferences.js';
+
+/**
+ * The alert push for one event (§7). Pure: the same event, preferences and gateway give the same
+ * notification, so tests assert whole payloads.
+ */
+
+/** Copy shown when previews are off (the default) or the event is sealed. */
+export const GENERIC_COPY: Record<Exclude<EventType, 'plugin.hello'>, { title: string; body: string }> = {
+  'approval.needed': { title: 'Approval needed', body: 'Hermes is waiting for your approval.' },
+  'input.needed': { title: 'Input needed', body: 'Hermes needs your input.' },
+  'response.ready': { title: 'Response ready', body: 'Hermes finished a response.' },
+  'turn.failed': { title: 'Turn failed', body: 'Hermes could not finish a turn.' },
+  'background_task.finished': { title: 'Background task finished', body: 'A background task finished.' },
+  'call.requested': { title: 'Hermes wants to talk', body: 'Tap to talk to Hermes.' },
+};
+
+const COMPLETION_TYPES = new Set<string>(['response.ready', 'background_task.finished']);
+const ATTENTION_TYPES = new Set<string>(['approval.needed', 'input.needed', 'call.requested']);
+
+/** The authenticated gateway an event came from; routing ids come only from here, never the body. */
+export interface GatewayScope {
+  gatewayId: string;
+  dashboardId?: string | null;
+}
+
+export interface AlertPush {
+  notification: ApnsNotification;
+  /** The structured decision card reached the payload (plaintext) or the sealed card can be shown (e2e). */
+  cardDelivered: boolean;
+}
+
+/**
+ * Gateway-scoped opaque token: two hosts paired with one phone never share a thread or collapse
+ * id, even for equal session ids.
+ */
+export function scopeToken(gatewayId: string, seed: string): string {
+  return createHash('sha256').update(`${gatewayId}:${seed}`).digest('hex').slice(0, 16);
+}
+
+export function soundFor(type: string, preferences: Preferences): string | undefined {
+  if (COMPLETION_TYPES.has(type)) return preferences.completion_sound ? 'default' : undefined;
+  if (ATTENTION_TYPES.has(type)) return preferences.attention_sound !== false ? 'default' : undefined;
+  return undefined;
+}
+
+/** `\nProfile: p · Session: …last8`, so generic copy still says which chat it is about. */
+export function contextLine(profile: string | undefined, sessionId: string | undefined): string {
+  const parts: string[] = [];
+  if (profile) parts.push(`Profile: ${profile}`);
+  if (sessionId) parts.push(`Session: …${sessionId.slice(-8)}`);
+  return parts.length > 0 ? `\n${parts.join(' · ')}` : '';
+}
+
+function genericCopy(type: EventType): { title: string; body: string } {
+  return type === 'plugin.hello' ? { title: 'Hermes', body: '' } : GENERIC_COPY[type];
+}
+
+function byteLength(payload: unknown): number {
+  return Buffer.byteLength(JSON.stringify(payload));
+}
+
+function scopedRouting(scope: GatewayScope): Record<string, string> {
+  const out: Record<string, string> = { gateway_id: scope.gatewayId };
+  if (scope.dashboardId) out.dashboard_id = scope.dashboardId;
+  return out;
+}
+
+export function plainAlert(event: PlainEvent, preferences: Preferences, scope: GatewayScope): AlertPush {
+  const generic = genericCopy(event.type);
+  const alert = preferences.show_previews
+    ? { title: event.title ?? generic.title, body: event.body ?? generic.body }
+    : { title: generic.title, body: generic.body + contextLine(event.profile, event.sessionId) };
+  const routing: Record<string, unknown> = {
+    type: event.type,
+    session_id: event.sessionId,
+    profile: event.profile,
+    gateway: event.gateway,
+    ...scopedRouting(scope),
+  };
+  const aps: Record<string, unknown> = { alert };
+  const sound = soundFor(event.type, preferences);
+  if (sound) aps.sound = sound;
+  if (event.type === 'call.requested') aps.category = 'HERMES_CALL';
+  const threadId = scopeToken(scope.gatewayId, event.sessionId ?? 'hermes');
+  aps['thread-id'] = threadId;
+  const conduit: Record<string, unknown> = { ...routing };
+  // Cards follow decision_cards alone: previews hide text, not the ability to answer.
+  if (event.decision && preferences.decision_cards !== false) conduit.decision = event.decision;
+  if (event.call) conduit.call = visibleCall(event.call, preferences);
+  const payload: Record<string, unknown> = { aps, body: { conduit }, conduit: { ...routing } };
+  let cardDelivered = conduit.decision !== undefined;
+  if ((conduit.decision || conduit.call) && byteLength(payload) > FIXED_LIMITS.maxStructuredPayloadBytes) {
+    // All or nothing: a partial batch card would collect answers for a decision that can never complete.
+    delete conduit.decision;
+    delete conduit.call;
+    cardDelivered = false;
+  }
+  return {
+    notification: {
+      payload,
+      collapseId: `${event.type}:${scopeToken(scope.gatewayId, event.sessionId ?? event.eventId)}`,
+      threadId,
+      pushType: 'alert',
+    },
+    cardDelivered,
+  };
+}
+
+function visibleCall(call: NonNullable<PlainEvent['call']>, preferences: Preferences): Record<string, unknown> {
+  const out: Record<string, unknown> = { id: call.id, kind: call.kind, session_ids: call.session_ids };
+  if (preferences.show_previews) {
+    if (call.title) out.title = call.title;
+    if (call.reason) out.reason = call.reason;
+  }
+  return out;
+}
+
+export function sealedRouting(event: SealedEvent, scope: GatewayScope): Record<string, unknown> {
+  return { type: event.type, e2e: 1, ...scopedRouting(scope) };
+}
+
+export function sealedAlert(event: SealedEvent, preferences: Preferences, scope: GatewayScope): AlertPush {
+  const generic = genericCopy(event.type);
+  const token = scopeToken(scope.gatewayId, event.e2e.tok);
+  const aps: Record<string, unknown> = { alert: { title: generic.title, body: generic.body }, 'mutable-content': 1 };
+  const sound = soundFor(event.type, preferences);
+  if (sound) aps.sound = sound;
+  if (event.type === 'call.requested') aps.category = 'HERMES_CALL';
+  aps['thread-id'] = token;
+  const routing = sealedRouting(event, scope);
+  const payload: Record<string, unknown> = {
+    aps,
+    body: { conduit: { ...routing } },
+    conduit: { ...routing },
+    conduit_e2e: event.e2e,
+  };
+  let envelopeKept = true;
+  if (byteLength(payload) > FIXED_LIMITS.maxStructuredPayloadBytes) {
+    // Never truncated: the phone shows the generic alert rather than a ciphertext it cannot open.
+    delete payload.conduit_e2e;
+    delete aps['mutable-content'];
+    envelopeKept = false;
+  }
+  const cardDelivered = envelopeKept && (event.clarify?.card ?? false) && preferences.decision_cards !== false;
+  return {
+    notification: { payload, collapseId: `${event.type}:${token}`, threadId: token, pushType: 'alert' },
+    cardDelivered,
+  };
+}

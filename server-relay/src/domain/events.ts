@@ -1,0 +1,283 @@
+import { cleanIdentifier, cleanText, isPlainObject } from './text.js';
+
+/**
+ * Validation of POST /v1/events bodies (§1.1). Validation returns a clean value or a wire error code;
+ * handlers never see raw input. Unknown fields (dashboard_id, gateway_id…) are dropped: routing
+ * identity comes only from the authenticated gateway.
+ */
+
+export const EVENT_TYPES = [
+  'approval.needed',
+  'input.needed',
+  'response.ready',
+  'turn.failed',
+  'background_task.finished',
+  'call.requested',
+  'plugin.hello',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+const EVENT_ID = /^[A-Za-z0-9:_-]{8,128}$/;
+const REQUEST_ID = /^[A-Za-z0-9_-]{4,128}$/;
+const QID = /^[A-Za-z0-9_-]+$/;
+const RESERVED_QIDS = new Set(['__proto__', 'constructor', 'prototype']);
+const CALL_ID = /^[A-Za-z0-9_-]{8,64}$/;
+const APPROVAL_CHOICES = new Set(['once', 'session', 'always', 'deny']);
+const CALL_KINDS = new Set(['done', 'failed', 'stopped', 'approval', 'question']);
+const HEX32 = /^[0-9a-f]{32}$/;
+const HEX16 = /^[0-9a-f]{16}$/;
+const B64URL = /^[A-Za-z0-9_-]+$/;
+
+export interface BatchQuestion {
+  qid: string;
+  question: string;
+  choices: string[];
+  multi_select: boolean;
+}
+
+export interface ApprovalDecision {
+  kind: 'approval';
+  session_key: string;
+  description: string;
+  choices: string[];
+}
+
+export interface ClarifyDecision {
+  kind: 'clarify';
+  request_id: string;
+  question: string;
+  choices: string[];
+  questions?: BatchQuestion[];
+}
+
+export interface CallRequest {
+  id: string;
+  kind: string;
+  session_ids: string[];
+  title?: string;
+  reason?: string;
+}
+
+export interface E2eEnvelope {
+  v: 1;
+  kid: string;
+  msg: string;
+  iat: number;
+  tok: string;
+  z: 0 | 1;
+  req: string;
+  n: string;
+  ct: string;
+}
+
+export interface E2eClarify {
+  request_id: string;
+  qids: string[];
+  card: boolean;
+}
+
+interface EventBase {
+  type: EventType;
+  eventId: string;
+  pluginVersion?: string;
+  pluginCapabilities?: string[];
+}
+
+export interface PlainEvent extends EventBase {
+  e2e?: undefined;
+  title?: string;
+  body?: string;
+  sessionId?: string;
+  profile?: string;
+  gateway?: string;
+  decision?: ApprovalDecision | ClarifyDecision;
+  call?: CallRequest;
+}
+
+export interface SealedEvent extends EventBase {
+  e2e: E2eEnvelope;
+  clarify?: E2eClarify;
+}
+
+export type RelayEvent = PlainEvent | SealedEvent;
+
+export type EventValidation = { ok: true; event: RelayEvent } | { ok: false; code: string };
+
+/** The request id of the clarify decision this event parks, if any. */
+export function parkedRequestId(event: RelayEvent): string | undefined {
+  if (event.e2e) return event.clarify?.request_id;
+  return event.decision?.kind === 'clarify' ? event.decision.request_id : undefined;
+}
+
+export function validateEvent(body: Record<string, unknown>, nowMs: number): EventValidation {
+  const type = body.type;
+  if (typeof type !== 'string' || !(EVENT_TYPES as readonly string[]).includes(type)) {
+    return { ok: false, code: 'invalid_event_type' };
+  }
+  const eventId = body.event_id;
+  if (typeof eventId !== 'string' || !EVENT_ID.test(eventId)) return { ok: false, code: 'invalid_event_id' };
+  const base: EventBase = { type: type as EventType, eventId };
+  const pluginVersion = cleanIdentifier(body.plugin_version, 40);
+  if (pluginVersion) base.pluginVersion = pluginVersion;
+  if (Array.isArray(body.plugin_capabilities)) {
+    base.pluginCapabilities = body.plugin_capabilities
+      .map((capability) => cleanIdentifier(capability, 40))
+      .filter((capability): capability is string => capability !== undefined)
+      .slice(0, 16);
+  }
+  if (body.e2e !== undefined) {
+    // A malformed envelope is never delivered as plaintext: the sender asked for sealing.
+    const envelope = validateEnvelope(body.e2e, eventId, nowMs);
+    if (!envelope) return { ok: false, code: 'invalid_e2e' };
+    const sealed: SealedEvent = { ...base, e2e: envelope };
+    if (body.clarify !== undefined && base.type === 'input.needed') {
+      const clarify = validateE2eClarify(body.clarify, envelope);
+      if (!clarify) return { ok: false, code: 'invalid_e2e' };
+      sealed.clarify = clarify;
+    }
+    return { ok: true, event: sealed };
+  }
+  const event: PlainEvent = { ...base };
+  const title = cleanText(body.title, 120);
+  if (title) event.title = title;
+  const text = cleanText(body.body, 500);
+  if (text) event.body = text;
+  const sessionId = cleanIdentifier(body.session_id, 180);
+  if (sessionId) event.sessionId = sessionId;
+  const profile = cleanText(body.profile, 80);
+  if (profile) event.profile = profile;
+  const gateway = cleanIdentifier(body.gateway, 80);
+  if (gateway) event.gateway = gateway;
+  if (base.type === 'approval.needed') {
+    const decision = validateApproval(body.decision);
+    if (decision) event.decision = decision;
+  } else if (base.type === 'input.needed') {
+    const decision = validateClarify(body.decision);
+    if (decision) event.decision = decision;
+  } else if (base.type === 'call.requested') {
+    const call = validateCall(body.call);
+    if (call) event.call = call;
+  }
+  return { ok: true, event };
+}
+
+function validateApproval(value: unknown): ApprovalDecision | undefined {
+  if (!isPlainObject(value) || value.kind !== 'approval') return undefined;
+  const sessionKey = cleanIdentifier(value.session_key, 180);
+  const description = cleanText(value.description, 500);
+  const choices = Array.isArray(value.choices)
+    ? [...new Set(value.choices.filter((choice): choice is string => APPROVAL_CHOICES.has(choice as string)))]
+    : [];
+  // Any missing part drops the card: the routing stub alone still reaches the phone.
+  if (!sessionKey || !description || choices.length === 0) return undefined;
+  return { kind: 'approval', session_key: sessionKey, description, choices };
+}
+
+function cleanChoices(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  const out: string[] = [];
+  for (const choice of value) {
+    const cleaned = cleanText(choice, 80);
+    if (cleaned && !out.includes(cleaned)) out.push(cleaned);
+    if (out.length === 8) break;
+  }
+  return out;
+}
+
+/** A batch question id as the store keys it (never an Object prototype name). */
+export function cleanQid(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const qid = value.trim();
+  if (qid === '' || qid.length > 40 || !QID.test(qid) || RESERVED_QIDS.has(qid)) return undefined;
+  return qid;
+}
+
+/** At most 8 questions, first of a duplicated qid wins, each with its own ≤8 choices. */
+export function sanitizeBatchQuestions(value: unknown): BatchQuestion[] {
+  if (!Array.isArray(value)) return [];
+  const out: BatchQuestion[] = [];
+  for (const entry of value) {
+    if (out.length === 8) break;
+    if (!isPlainObject(entry)) continue;
+    const qid = cleanQid(entry.qid);
+    const question = cleanText(entry.question, 500);
+    if (!qid || !question || out.some((existing) => existing.qid === qid)) continue;
+    out.push({ qid, question, choices: cleanChoices(entry.choices), multi_select: entry.multi_select === true });
+  }
+  return out;
+}
+
+function validateClarify(value: unknown): ClarifyDecision | undefined {
+  if (!isPlainObject(value) || value.kind !== 'clarify') return undefined;
+  // The request id is the key Hermes waits on, so it is never truncated: a bad one drops the card.
+  if (typeof value.request_id !== 'string' || !REQUEST_ID.test(value.request_id)) return undefined;
+  const question = cleanText(value.question, 500);
+  if (!question) return undefined;
+  const decision: ClarifyDecision = {
+    kind: 'clarify',
+    request_id: value.request_id,
+    question,
+    choices: cleanChoices(value.choices),
+  };
+  const questions = sanitizeBatchQuestions(value.questions);
+  if (questions.length > 0) decision.questions = questions;
+  return decision;
+}
+
+function validateCall(value: unknown): CallRequest | undefined {
+  if (!isPlainObject(value)) return undefined;
+  if (typeof value.id !== 'string' || !CALL_ID.test(value.id)) return undefined;
+  if (typeof value.kind !== 'string' || !CALL_KINDS.has(value.kind)) return undefined;
+  if (!Array.isArray(value.session_ids) || value.session_ids.length === 0) return undefined;
+  const sessionIds: string[] = [];
+  for (const candidate of value.session_ids) {
+    // One bad id drops the whole call: a call that opens the wrong chat is worse than none.
+    if (typeof candidate !== 'string' || candidate.length > 180) return undefined;
+    const id = cleanIdentifier(candidate, 180);
+    if (!id) return undefined;
+    if (!sessionIds.includes(id)) sessionIds.push(id);
+  }
+  const call: CallRequest = { id: value.id, kind: value.kind, session_ids: sessionIds.slice(0, 4) };
+  const title = cleanText(value.title, 120);
+  if (title) call.title = title;
+  const reason = cleanText(value.reason, 200);
+  if (reason) call.reason = reason;
+  return call;
+}
+
+const HOUR_S = 3600;
+
+function validateEnvelope(value: unknown, eventId: string, nowMs: number): E2eEnvelope | undefined {
+  if (!isPlainObject(value)) return undefined;
+  const { v, kid, msg, iat, tok, z, req, n, ct } = value;
+  if (v !== 1) return undefined;
+  if (typeof kid !== 'string' || !HEX32.test(kid)) return undefined;
+  if (msg !== eventId) return undefined;
+  const nowS = Math.floor(nowMs / 1000);
+  if (typeof iat !== 'number' || !Number.isSafeInteger(iat) || iat < nowS - 25 * HOUR_S || iat > nowS + 2 * HOUR_S) {
+    return undefined;
+  }
+  if (typeof tok !== 'string' || !HEX16.test(tok)) return undefined;
+  if (z !== 0 && z !== 1) return undefined;
+  if (typeof req !== 'string' || (req !== '' && !REQUEST_ID.test(req))) return undefined;
+  if (typeof n !== 'string' || n.length !== 16 || !B64URL.test(n)) return undefined;
+  if (typeof ct !== 'string' || ct.length < 22 || ct.length > 2600 || !B64URL.test(ct)) return undefined;
+  return { v: 1, kid, msg: eventId, iat, tok, z, req, n, ct };
+}
+
+function validateE2eClarify(value: unknown, envelope: E2eEnvelope): E2eClarify | undefined {
+  if (!isPlainObject(value)) return undefined;
+  if (typeof value.request_id !== 'string' || !REQUEST_ID.test(value.request_id)) return undefined;
+  if (value.request_id !== envelope.req) return undefined;
+  const qids: string[] = [];
+  if (value.qids !== undefined) {
+    if (!Array.isArray(value.qids) || value.qids.length > 8) return undefined;
+    for (const candidate of value.qids) {
+      const qid = cleanQid(candidate);
+      if (!qid) return undefined;
+      if (!qids.includes(qid)) qids.push(qid);
+    }
+  }
+  if (value.card !== undefined && typeof value.card !== 'boolean') return undefined;
+  return { request_id: value.request_id, qids, card: value.card !== false };
+}

@@ -1,0 +1,63 @@
+import type { FastifyInstance } from 'fastify';
+import { WireError } from '@conduit/contracts/server';
+
+/** One access-log line per request; the path has no query and no header is ever logged. */
+export type AccessLog = (line: {
+  level: 'info';
+  method: string;
+  path: string;
+  status: number;
+  duration_ms: number;
+}) => void;
+
+/**
+ * The reference's reply conventions (§0): JSON replies carry no-store and nosniff; errors are
+ * `{"error": code}`; anything unexpected is a logged 500 internal_error; unknown routes are 404.
+ */
+export function applyWireConventions(
+  app: FastifyInstance,
+  accessLog: AccessLog,
+  errorLog: (error: unknown) => void,
+): void {
+  app.addHook('onRequest', async (request) => {
+    (request as { startedAt?: bigint }).startedAt = process.hrtime.bigint();
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('cache-control', 'no-store');
+    reply.header('x-content-type-options', 'nosniff');
+    const type = reply.getHeader('content-type');
+    if (typeof type === 'string' && type.startsWith('application/json')) {
+      reply.header('content-type', 'application/json; charset=utf-8');
+    }
+    return payload;
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const startedAt = (request as { startedAt?: bigint }).startedAt ?? process.hrtime.bigint();
+    const durationMs = Number(process.hrtime.bigint() - startedAt) / 1e6;
+    accessLog({
+      level: 'info',
+      method: request.method,
+      path: request.url.split('?')[0] ?? '/',
+      status: reply.statusCode,
+      duration_ms: Math.round(durationMs * 1000) / 1000,
+    });
+  });
+  app.setErrorHandler((error, _request, reply) => {
+    if (error instanceof WireError) {
+      // 413: the reference destroys the socket rather than read the rest of an oversized body.
+      if (error.status === 413) reply.header('connection', 'close');
+      return reply.status(error.status).send(error.body());
+    }
+    const status = (error as { statusCode?: unknown }).statusCode;
+    if (typeof status === 'number' && status === 413) {
+      reply.header('connection', 'close');
+      return reply.status(413).send({ error: 'payload_too_large' });
+    }
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      return reply.status(400).send({ error: 'invalid_json' });
+    }
+    errorLog(error);
+    return reply.status(500).send({ error: 'internal_error' });
+  });
+  app.setNotFoundHandler((_request, reply) => reply.status(404).send({ error: 'not_found' }));
+}

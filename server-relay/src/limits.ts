@@ -1,0 +1,95 @@
+/**
+ * Every bound of the relay in one table: its default and the environment variable that changes it.
+ * Unset or blank keeps the default; anything but a positive integer stops the relay at boot with
+ * "<NAME> must be a positive integer." (the reference relay's rule, which operators' tooling expects).
+ */
+export const LIMIT_TABLE = {
+  maxInstallations: { env: 'RELAY_MAX_INSTALLATIONS', default: 50_000 },
+  maxGatewaysPerInstallation: { env: 'RELAY_MAX_GATEWAYS_PER_INSTALLATION', default: 64 },
+  maxEventIdsPerInstallation: { env: 'RELAY_MAX_EVENT_IDS_PER_INSTALLATION', default: 5_000 },
+  maxEventIds: { env: 'RELAY_MAX_EVENT_IDS', default: 250_000 },
+  maxActiveDecisions: { env: 'RELAY_MAX_ACTIVE_DECISIONS', default: 1_024 },
+  maxRetainedDecisions: { env: 'RELAY_MAX_RETAINED_DECISIONS', default: 4_096 },
+  registrationsPerMinute: { env: 'RELAY_REGISTRATIONS_PER_MINUTE', default: 24 },
+  eventsPerMinute: { env: 'RELAY_EVENTS_PER_MINUTE', default: 6_000 },
+  deviceChangesPerMinute: { env: 'RELAY_DEVICE_CHANGES_PER_MINUTE', default: 240 },
+  decisionActionsPerMinute: { env: 'RELAY_DECISION_ACTIONS_PER_MINUTE', default: 600 },
+  revocationsPerMinute: { env: 'RELAY_REVOCATIONS_PER_MINUTE', default: 24 },
+  maxWatchGrants: { env: 'RELAY_MAX_WATCH_GRANTS', default: 2_048 },
+  maxWatchGrantsPerGateway: { env: 'RELAY_MAX_WATCH_GRANTS_PER_GATEWAY', default: 4 },
+  watchCallsPerMinute: { env: 'RELAY_WATCH_CALLS_PER_MINUTE', default: 1_200 },
+  maxWatchAudioBridges: { env: 'RELAY_MAX_WATCH_AUDIO_BRIDGES', default: 200 },
+  maxWatchAudioBridgesPerGateway: { env: 'RELAY_MAX_WATCH_AUDIO_BRIDGES_PER_GATEWAY', default: 2 },
+  callsPerInstallationPerDay: { env: 'RELAY_CALLS_PER_INSTALLATION_PER_DAY', default: 60 },
+} as const;
+
+export type LimitName = keyof typeof LIMIT_TABLE;
+export type Limits = Record<LimitName, number>;
+
+/**
+ * Bounds that are fixed in the reference relay (not configurable), kept here so every number the
+ * relay enforces is found in one file.
+ */
+export const FIXED_LIMITS = {
+  /** Per-installation caps of parked decisions (global ones are in LIMIT_TABLE). */
+  maxActiveDecisionsPerInstallation: 32,
+  maxRetainedDecisionsPerInstallation: 128,
+  /** Per-key windows of 60 s unless noted. */
+  registrationPerIp: 12,
+  installationUpdatePerInstallation: 30,
+  pairingPerInstallation: 5,
+  claimPerIp: 20,
+  eventPerInstallation: 30,
+  decisionRespondPerIp: 60,
+  decisionRespondPerInstallation: 30,
+  decisionPollPerGateway: 120,
+  decisionCancelPerGateway: 30,
+  metaPerIp: 60,
+  metaPerInstallation: 30,
+  ringSettlePerIp: 30,
+  /** Decision TTL from creation. */
+  decisionTtlMs: 2 * 60 * 60 * 1000,
+  pairingTtlMs: 10 * 60 * 1000,
+  eventIdTtlMs: 24 * 60 * 60 * 1000,
+  /** The reference's readJson bound, in characters. */
+  maxBodyChars: 32_768,
+  /** Rings and the sessions the phone stores for a Watch-answered ring. */
+  ringTtlMs: 10 * 60 * 1000,
+  maxRings: 10_000,
+  ringSessionTtlMs: 2 * 60 * 1000,
+  maxRingSessionChars: 98_304,
+  maxRingSessionBytesTotal: 32 * 1024 * 1024,
+  maxRingSessionWaiters: 2,
+  maxRingSessionWaitMs: 20_000,
+  /** APNs accepts 4 KB; the relay keeps headroom and drops structured content past this. */
+  maxStructuredPayloadBytes: 3_800,
+  /** Deferred gateway last-seen / plugin-version writes. */
+  deferredWriteDelayMs: 5_000,
+} as const;
+
+export class LimitError extends Error {}
+
+/** Reads every RELAY_* bound; throws LimitError naming the first bad variable. */
+export function readLimits(env: NodeJS.ProcessEnv): Limits {
+  const limits = {} as Limits;
+  for (const [name, spec] of Object.entries(LIMIT_TABLE) as [LimitName, (typeof LIMIT_TABLE)[LimitName]][]) {
+    limits[name] = positiveInteger(env, spec.env) ?? spec.default;
+  }
+  return limits;
+}
+
+/** Unset or blank → undefined; a trimmed `^\d+$` safe integer > 0 → it; else LimitError. */
+export function positiveInteger(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const trimmed = raw.trim();
+  const value = Number(trimmed);
+  if (!/^\d+$/.test(trimmed) || !Number.isSafeInteger(value) || value <= 0) {
+    throw new LimitError(`${name} must be a positive integer.`);
+  }
+  return value;
+}
+
+export function defaultLimits(): Limits {
+  return readLimits({});
+}

@@ -1,0 +1,98 @@
+import type { FastifyRequest } from 'fastify';
+import { WireError } from '@conduit/contracts/server';
+import type { ApnsSender } from './apns/types.js';
+import type { RelayConfig } from './config.js';
+import { parseDeviceAuthorization, parseGatewayAuthorization, secretMatches } from './domain/credentials.js';
+import type { EventLedger } from './ephemeral/event-ledger.js';
+import type { RateLimiter } from './ephemeral/rate-limiter.js';
+import type { RingSessionStore } from './ephemeral/ring-sessions.js';
+import type { RingRegistry } from './ephemeral/rings.js';
+import { clientIp } from './http/client-ip.js';
+import type { DeferredActivity } from './store/deferred-activity.js';
+import type { GatewayRecord, InstallationRecord } from './store/records.js';
+import type { RelayStore } from './store/relay-store.js';
+
+/** Operational log lines (never a secret, token or payload). */
+export type RelayLog = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+
+/** Everything a route family needs, built once per app by buildApp. */
+export interface RelayContext {
+  config: RelayConfig;
+  store: RelayStore;
+  limiter: RateLimiter;
+  ledger: EventLedger;
+  rings: RingRegistry;
+  ringSessions: RingSessionStore;
+  apns: ApnsSender;
+  activity: DeferredActivity;
+  now: () => number;
+  random: (size: number) => Buffer;
+  log: RelayLog;
+  /** Serialises decision capacity checks with the save that follows (the reference has no await between them). */
+  decisionLock: <T>(work: () => Promise<T>) => Promise<T>;
+}
+
+export function ipOf(context: RelayContext, request: FastifyRequest): string {
+  return clientIp(request, context.config.trustProxy);
+}
+
+/** 429 rate_limited when the key is over its window. */
+export function limit(context: RelayContext, key: string, max: number, windowMs?: number): void {
+  if (!context.limiter.hit(key, max, windowMs)) throw new WireError(429, 'rate_limited');
+}
+
+function authorization(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  return typeof header === 'string' ? header : undefined;
+}
+
+/** Device credential → its active installation, or null. */
+export async function findDevice(
+  context: RelayContext,
+  header: string | undefined,
+): Promise<InstallationRecord | null> {
+  const credential = parseDeviceAuthorization(header);
+  if (!credential) return null;
+  const installation = await context.store.findInstallation(credential.installationId);
+  if (!installation?.active || !secretMatches(credential.secret, installation.deviceSecretHash)) return null;
+  return installation;
+}
+
+/** Device credential for `/v1/installations/:id…`: the credential's installation must be the path's. */
+export async function authenticateDevice(
+  context: RelayContext,
+  request: FastifyRequest,
+  pathId?: string,
+): Promise<InstallationRecord> {
+  const installation = await findDevice(context, authorization(request));
+  if (!installation || (pathId !== undefined && installation.id !== pathId)) throw new WireError(401, 'unauthorized');
+  return installation;
+}
+
+export interface AuthenticatedGateway {
+  installation: InstallationRecord;
+  gateway: GatewayRecord;
+}
+
+export async function findGateway(
+  context: RelayContext,
+  header: string | undefined,
+): Promise<AuthenticatedGateway | null> {
+  const credential = parseGatewayAuthorization(header);
+  if (!credential) return null;
+  const [installation, gateway] = await Promise.all([
+    context.store.findInstallation(credential.installationId),
+    context.store.findGateway(credential.installationId, credential.gatewayId),
+  ]);
+  if (!installation?.active || !gateway || !secretMatches(credential.secret, gateway.secretHash)) return null;
+  return { installation, gateway };
+}
+
+export async function authenticateGateway(
+  context: RelayContext,
+  request: FastifyRequest,
+): Promise<AuthenticatedGateway> {
+  const found = await findGateway(context, authorization(request));
+  if (!found) throw new WireError(401, 'unauthorized');
+  return found;
+}

@@ -1,0 +1,252 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { bindRoute, WireError } from '@conduit/contracts/server';
+import { postEvent } from '@conduit/contracts/relay/index';
+import type { ApnsResult } from '../apns/types.js';
+import { plainAlert, sealedAlert, type AlertPush, type GatewayScope } from '../domain/alert-payload.js';
+import { callPushFor, type RingTicket } from '../domain/call-push.js';
+import { decisionKey, type DecisionRecord } from '../domain/decisions.js';
+import { parkedRequestId, validateEvent, type RelayEvent } from '../domain/events.js';
+import { deliversType } from '../domain/preferences.js';
+import { FIXED_LIMITS } from '../limits.js';
+import { authenticateGateway, limit, type AuthenticatedGateway, type RelayContext } from '../relay-context.js';
+import { readJson } from '../http/read-json.js';
+import { assertDecisionCapacity } from './decision-capacity.js';
+
+/** APNs answers that mean the device token is gone for good. */
+export function tokenIsGone(result: ApnsResult): boolean {
+  return result.status === 410 || result.reason === 'BadDeviceToken' || result.reason === 'Unregistered';
+}
+
+type EventReply =
+  | { status: 200; body: { accepted: true; duplicate: true } }
+  | { status: 202; body: { accepted: true; delivered: boolean; rang?: true } };
+
+const DUPLICATE: EventReply = { status: 200, body: { accepted: true, duplicate: true } };
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export function eventRoutes(app: FastifyInstance, context: RelayContext): void {
+  const { limits } = context.config;
+
+  bindRoute(app, postEvent, async ({ request }) => {
+    // §2 order: auth, per-installation limit, validation, dedupe, capacity preflight, budgets, metadata, delivery.
+    const auth = await authenticateGateway(context, request);
+    const { installation, gateway } = auth;
+    limit(context, `event:${installation.id}`, FIXED_LIMITS.eventPerInstallation);
+    const validation = validateEvent(readJson(request), context.now());
+    if (!validation.ok) throw new WireError(400, validation.code);
+    const event = validation.event;
+    const duplicate = context.ledger.has(installation.id, gateway.id, event.eventId);
+    const requestId = parkedRequestId(event);
+
+    const run = async (): Promise<EventReply> => {
+      if (!duplicate && requestId !== undefined) {
+        // Before the id is consumed: a caller may retry the same event once capacity frees up.
+        await assertDecisionCapacity(context, installation.id);
+      }
+      if (duplicate && !event.pluginVersion) return DUPLICATE;
+      limit(context, 'event-global', limits.eventsPerMinute);
+      if (!duplicate && event.type === 'call.requested') {
+        if (!context.limiter.hit(`call:${installation.id}`, limits.callsPerInstallationPerDay, DAY_MS)) {
+          throw new WireError(429, 'call_limit');
+        }
+      }
+      const now = context.now();
+      if (event.pluginVersion) {
+        context.activity.record(installation.id, gateway.id, {
+          pluginVersion: event.pluginVersion,
+          pluginCapabilities: event.pluginCapabilities ?? [],
+          lastEventAt: now,
+        });
+      }
+      if (!context.ledger.add(installation.id, gateway.id, event.eventId)) return DUPLICATE;
+      context.activity.record(installation.id, gateway.id, { lastEventAt: now });
+      if (event.type === 'plugin.hello') return { status: 202, body: { accepted: true, delivered: false } };
+      if (requestId !== undefined) return deliverClarify(context, auth, event, requestId);
+      return deliverNotification(context, auth, event);
+    };
+    // Clarify events check capacity and park under one lock, as the reference does synchronously.
+    return requestId !== undefined && !duplicate ? context.decisionLock(run) : run();
+  });
+}
+
+function scopeOf(auth: AuthenticatedGateway): GatewayScope {
+  return { gatewayId: auth.gateway.id, dashboardId: auth.gateway.dashboardId };
+}
+
+function alertFor(context: RelayContext, auth: AuthenticatedGateway, event: RelayEvent): AlertPush {
+  const preferences = auth.installation.preferences;
+  return event.e2e ? sealedAlert(event, preferences, scopeOf(auth)) : plainAlert(event, preferences, scopeOf(auth));
+}
+
+/** Sends one alert and maps APNs' answer to the wire (§2 step 9/10). */
+async function sendAlert(
+  context: RelayContext,
+  auth: AuthenticatedGateway,
+  push: AlertPush,
+  onUndeliverable: () => Promise<void>,
+): Promise<EventReply> {
+  let result: ApnsResult;
+  try {
+    result = await context.apns.send(auth.installation.deviceToken, push.notification);
+  } catch {
+    await onUndeliverable();
+    throw new WireError(502, 'apns_unreachable');
+  }
+  if (result.ok) return { status: 202, body: { accepted: true, delivered: true } };
+  if (tokenIsGone(result)) {
+    // The app was deleted or the token rotated: stop pushing until the phone registers again.
+    await context.store.updateInstallation(auth.installation.id, { active: false, updatedAt: context.now() });
+    context.log('info', 'installation deactivated by apns', {
+      installation: auth.installation.id,
+      reason: result.reason,
+    });
+  }
+  await onUndeliverable();
+  throw new WireError(502, 'apns_rejected', { reason: result.reason ?? 'unknown', status: result.status });
+}
+
+async function deliverClarify(
+  context: RelayContext,
+  auth: AuthenticatedGateway,
+  event: RelayEvent,
+  requestId: string,
+): Promise<EventReply> {
+  const { installation, gateway } = auth;
+  const delivering = deliversType(installation.preferences, event.type);
+  const push = delivering ? alertFor(context, auth, event) : undefined;
+  const decision: DecisionRecord = {
+    key: decisionKey(installation.id, gateway.id, requestId),
+    installationId: installation.id,
+    gatewayId: gateway.id,
+    requestId,
+    question: '[encrypted]',
+    choices: [],
+    questions: [],
+    answers: Object.create(null) as Record<string, string>,
+    deliverable: push?.cardDelivered ?? false,
+    createdAt: context.now(),
+  };
+  if (event.e2e) {
+    decision.questions = (event.clarify?.qids ?? []).map((qid) => ({
+      qid,
+      question: '[encrypted]',
+      choices: [],
+      multi_select: false,
+    }));
+  } else if (event.decision?.kind === 'clarify') {
+    decision.question = event.decision.question;
+    decision.choices = event.decision.choices;
+    decision.questions = event.decision.questions ?? [];
+  }
+  // Expired records are pruned lazily, so an old request id can be parked again after its TTL.
+  await context.store.pruneDecisions(decision.createdAt - FIXED_LIMITS.decisionTtlMs);
+  // A re-used request id never sends a second card.
+  if (!(await context.store.insertDecision(decision))) return DUPLICATE;
+  if (!push) return { status: 202, body: { accepted: true, delivered: false } };
+  return sendAlert(context, auth, push, async () => {
+    await context.store.saveDecision({ ...decision, deliverable: false });
+  });
+}
+
+async function deliverNotification(
+  context: RelayContext,
+  auth: AuthenticatedGateway,
+  event: RelayEvent,
+): Promise<EventReply> {
+  if (!deliversType(auth.installation.preferences, event.type)) {
+    return { status: 202, body: { accepted: true, delivered: false } };
+  }
+  if (event.type === 'call.requested' && auth.installation.voipToken) {
+    if (await ringCall(context, auth, event))
+      return { status: 202, body: { accepted: true, delivered: true, rang: true } };
+  }
+  return sendAlert(context, auth, alertFor(context, auth, event), async () => undefined);
+}
+
+/**
+ * Rings the phone with a VoIP push, and the Watch too when it registered its own PushKit token.
+ * Any failure falls back to the alert (the caller); a token APNs calls gone is forgotten.
+ */
+async function ringCall(context: RelayContext, auth: AuthenticatedGateway, event: RelayEvent): Promise<boolean> {
+  const { installation } = auth;
+  const phoneToken = installation.voipToken;
+  if (!phoneToken) return false;
+  const now = context.now();
+  let ring: RingTicket | undefined;
+  if (installation.watchVoipToken) {
+    const id = randomBytes(16).toString('base64url');
+    ring = {
+      id,
+      token: randomBytes(32).toString('base64url'),
+      url: `${context.config.publicUrl}/v1/rings/${id}/settled`,
+    };
+  }
+  const push = callPushFor(event, installation.preferences, scopeOf(auth), {
+    topic: context.config.apnsTopic,
+    nowMs: now,
+    ...(ring ? { ring } : {}),
+  });
+  if (!push) return false;
+  let result: ApnsResult;
+  try {
+    result = await context.apns.send(phoneToken, push);
+  } catch {
+    context.log('warn', 'voip push failed; falling back to alert', { installation: installation.id });
+    return false;
+  }
+  if (!result.ok) {
+    if (tokenIsGone(result) || result.reason === 'DeviceTokenNotForTopic') {
+      await context.store.clearTokenIfUnchanged(installation.id, 'voipToken', phoneToken);
+    }
+    context.log('warn', 'voip push refused; falling back to alert', {
+      installation: installation.id,
+      reason: result.reason,
+    });
+    return false;
+  }
+  const watchToken = installation.watchVoipToken;
+  if (ring && watchToken) {
+    context.rings.create({
+      id: ring.id,
+      token: ring.token,
+      installationId: installation.id,
+      createdAt: now,
+      phoneToken,
+      watchToken,
+    });
+    await ringWatch(context, installation.id, watchToken, { ...push, topic: `${context.config.apnsWatchTopic}.voip` });
+  }
+  return true;
+}
+
+/** The Watch push rides on the phone's: sent only once APNs took the phone's, never fails the event. */
+async function ringWatch(
+  context: RelayContext,
+  installationId: string,
+  watchToken: string,
+  push: Parameters<RelayContext['apns']['send']>[1],
+): Promise<void> {
+  let result: ApnsResult;
+  try {
+    result = await context.apns.send(watchToken, push);
+  } catch {
+    context.log('warn', 'watch voip push failed', { installation: installationId });
+    return;
+  }
+  if (result.ok) {
+    context.log('info', 'watch voip sent', { installation: installationId });
+    return;
+  }
+  // Operator misconfiguration, not a dead token: keep it and say what to fix.
+  if (result.reason === 'DeviceTokenNotForTopic') {
+    context.log('warn', 'watch voip refused: check APNS_WATCH_TOPIC', { installation: installationId });
+    return;
+  }
+  if (result.reason === 'TopicDisallowed') {
+    context.log('warn', 'watch voip refused: apns key not allowed for this topic', { installation: installationId });
+    return;
+  }
+  if (tokenIsGone(result)) await context.store.clearTokenIfUnchanged(installationId, 'watchVoipToken', watchToken);
+  context.log('warn', 'watch voip refused', { installation: installationId, reason: result.reason });
+}

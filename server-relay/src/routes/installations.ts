@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { bindRoute, WireError } from '@conduit/contracts/server';
+import { deleteInstallation, registerInstallation, updateInstallation } from '@conduit/contracts/relay/index';
+import { newSecret, sha256Hex } from '../domain/credentials.js';
+import { normalizeDeviceToken } from '../domain/device-tokens.js';
+import { mergePreferences, normalizePreferences, type Preferences } from '../domain/preferences.js';
+import { FIXED_LIMITS } from '../limits.js';
+import { authenticateDevice, ipOf, limit, type RelayContext } from '../relay-context.js';
+import { readJson } from '../http/read-json.js';
+import type { GatewayRecord, InstallationRecord } from '../store/records.js';
+
+/** The installation as the app sees it (no token, no secret hash). */
+export function publicInstallation(installation: InstallationRecord, gateways: GatewayRecord[]) {
+  return {
+    id: installation.id,
+    active: installation.active,
+    gateways: gateways.map((gateway) => ({ id: gateway.id, name: gateway.name })),
+    preferences: installation.preferences,
+    voip: installation.voipToken !== null,
+    watch_voip: installation.watchVoipToken !== null,
+    updated_at: new Date(installation.updatedAt).toISOString(),
+  };
+}
+
+/** A PushKit token field: absent keeps (undefined), null clears, anything else must be a valid token. */
+function optionalToken(value: unknown, code: string): string | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === null) return null;
+  const token = normalizeDeviceToken(value);
+  if (!token) throw new WireError(400, code);
+  return token;
+}
+
+function samePreferences(a: Preferences, b: Preferences): boolean {
+  return (Object.keys(a) as (keyof Preferences)[]).every((key) => a[key] === b[key]);
+}
+
+export function installationRoutes(app: FastifyInstance, context: RelayContext): void {
+  const { limits } = context.config;
+
+  bindRoute(app, registerInstallation, async ({ request }) => {
+    limit(context, `registration:${ipOf(context, request)}`, FIXED_LIMITS.registrationPerIp);
+    const body = readJson(request);
+    const deviceToken = normalizeDeviceToken(body.device_token);
+    if (!deviceToken) throw new WireError(400, 'invalid_device_token');
+    const voipToken = optionalToken(body.voip_token, 'invalid_voip_token') ?? null;
+    const watchVoipToken = optionalToken(body.watch_voip_token, 'invalid_watch_voip_token') ?? null;
+    if (body.bundle_id !== context.config.apnsTopic) throw new WireError(400, 'invalid_topic');
+    if (body.environment !== 'production') throw new WireError(400, 'production_only');
+    // Capacity before the budget: a full relay must not spend the budget others need.
+    if ((await context.store.countInstallations()) >= limits.maxInstallations) {
+      throw new WireError(429, 'installation_limit_reached');
+    }
+    limit(context, 'registration-global', limits.registrationsPerMinute);
+    const now = context.now();
+    const secret = newSecret();
+    const installation: InstallationRecord = {
+      id: randomUUID(),
+      bundleId: context.config.apnsTopic,
+      deviceToken,
+      voipToken,
+      watchVoipToken,
+      environment: 'production',
+      deviceSecretHash: sha256Hex(secret),
+      active: true,
+      preferences: normalizePreferences(body.preferences),
+      createdAt: now,
+      updatedAt: now,
+    };
+    await context.store.insertInstallation(installation);
+    return {
+      status: 201,
+      body: {
+        installation: publicInstallation(installation, []),
+        credential: `${installation.id}.${secret}`,
+        relay_url: context.config.publicUrl,
+      },
+    };
+  });
+
+  bindRoute(app, updateInstallation, async ({ params, request }) => {
+    const installation = await authenticateDevice(context, request, params.id);
+    limit(context, `installation-update:${installation.id}`, FIXED_LIMITS.installationUpdatePerInstallation);
+    const body = readJson(request);
+    let deviceToken = installation.deviceToken;
+    if (body.device_token !== undefined) {
+      const token = normalizeDeviceToken(body.device_token);
+      if (!token) throw new WireError(400, 'invalid_device_token');
+      deviceToken = token;
+    }
+    const voip = optionalToken(body.voip_token, 'invalid_voip_token');
+    const watchVoip = optionalToken(body.watch_voip_token, 'invalid_watch_voip_token');
+    const voipToken = voip === undefined ? installation.voipToken : voip;
+    const watchVoipToken = watchVoip === undefined ? installation.watchVoipToken : watchVoip;
+    const preferences = mergePreferences(installation.preferences, body.preferences);
+    const gateways = await context.store.listGateways(installation.id);
+    const unchanged =
+      deviceToken === installation.deviceToken &&
+      voipToken === installation.voipToken &&
+      watchVoipToken === installation.watchVoipToken &&
+      samePreferences(preferences, installation.preferences);
+    // A semantic no-op (apps re-send their state on every launch) neither writes nor spends the budget.
+    if (unchanged) return { status: 200, body: { installation: publicInstallation(installation, gateways) } };
+    limit(context, 'device-change-global', limits.deviceChangesPerMinute);
+    const updated: InstallationRecord = {
+      ...installation,
+      deviceToken,
+      voipToken,
+      watchVoipToken,
+      preferences,
+      updatedAt: context.now(),
+    };
+    await context.store.updateInstallation(installation.id, {
+      deviceToken,
+      voipToken,
+      watchVoipToken,
+      preferences,
+      updatedAt: updated.updatedAt,
+    });
+    return { status: 200, body: { installation: publicInstallation(updated, gateways) } };
+  });
+
+  bindRoute(app, deleteInstallation, async ({ params, request }) => {
+    const installation = await authenticateDevice(context, request, params.id);
+    limit(context, 'revocation-global', limits.revocationsPerMinute);
+    // Deactivated, not deleted: the slot stays taken (operators reclaim offline, see storage:prune-inactive).
+    await context.store.updateInstallation(installation.id, { active: false, updatedAt: context.now() });
+    return { status: 204, body: undefined };
+  });
+}

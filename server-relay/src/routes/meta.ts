@@ -1,0 +1,47 @@
+import type { FastifyInstance } from 'fastify';
+import { bindRoute } from '@conduit/contracts/server';
+import { getMeta } from '@conduit/contracts/relay/index';
+import { FIXED_LIMITS } from '../limits.js';
+import { authenticateDevice, ipOf, limit, type RelayContext } from '../relay-context.js';
+
+/** The relay version the app reads to decide which features to offer. */
+export const RELAY_VERSION = '0.11.0';
+
+export const CORE_CAPABILITIES = [
+  'decisions',
+  'decision-cards',
+  'meta',
+  'e2e-v1',
+  'calls',
+  'voip-calls',
+  'watch-calls',
+];
+
+export function metaRoutes(app: FastifyInstance, context: RelayContext, capabilities: readonly string[]): void {
+  bindRoute(app, getMeta, async ({ request }) => {
+    // Per-IP before authentication, so credential guessing is bounded too.
+    limit(context, `meta-ip:${ipOf(context, request)}`, FIXED_LIMITS.metaPerIp);
+    const installation = await authenticateDevice(context, request);
+    limit(context, `meta:${installation.id}`, FIXED_LIMITS.metaPerInstallation);
+    const gateways = await context.store.listGateways(installation.id);
+    return {
+      status: 200,
+      body: {
+        version: RELAY_VERSION,
+        capabilities: [...capabilities],
+        gateways: gateways.map((gateway) => {
+          const pending = context.activity.overlay(installation.id, gateway.id);
+          const lastEventAt = pending?.lastEventAt ?? gateway.lastEventAt;
+          return {
+            id: gateway.id,
+            name: gateway.name,
+            plugin_version: pending?.pluginVersion ?? gateway.pluginVersion,
+            plugin_capabilities: pending?.pluginCapabilities ?? gateway.pluginCapabilities ?? [],
+            last_event_at: lastEventAt !== null ? new Date(lastEventAt).toISOString() : null,
+            dashboard_id: gateway.dashboardId,
+          };
+        }),
+      },
+    };
+  });
+}

@@ -1,0 +1,279 @@
+import { createDb, migrate, type Db } from '@conduit/prisma';
+import type { DecisionRecord } from '../domain/decisions.js';
+import { isActive } from '../domain/decisions.js';
+import type { BatchQuestion } from '../domain/events.js';
+import { normalizePreferences } from '../domain/preferences.js';
+import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
+import type { InstallationPatch, RelayStore } from './relay-store.js';
+
+type InstallationRow = NonNullable<Awaited<ReturnType<Db['installation']['findUnique']>>>;
+type GatewayRow = NonNullable<Awaited<ReturnType<Db['gateway']['findUnique']>>>;
+type DecisionRow = NonNullable<Awaited<ReturnType<Db['decision']['findUnique']>>>;
+
+function parseJson(text: string | null, fallback: unknown): unknown {
+  if (text === null) return fallback;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return fallback;
+  }
+}
+
+function toInstallation(row: InstallationRow): InstallationRecord {
+  return {
+    id: row.id,
+    bundleId: row.bundleId,
+    deviceToken: row.deviceToken,
+    voipToken: row.voipToken,
+    watchVoipToken: row.watchVoipToken,
+    environment: row.environment,
+    deviceSecretHash: row.deviceSecretHash,
+    active: row.active,
+    preferences: normalizePreferences(parseJson(row.preferences, {})),
+    createdAt: row.createdAt.getTime(),
+    updatedAt: row.updatedAt.getTime(),
+  };
+}
+
+function toGateway(row: GatewayRow): GatewayRecord {
+  const capabilities = parseJson(row.pluginCapabilities, null);
+  return {
+    installationId: row.installationId,
+    id: row.id,
+    name: row.name,
+    secretHash: row.secretHash,
+    dashboardId: row.dashboardId,
+    createdAt: row.createdAt.getTime(),
+    pluginVersion: row.pluginVersion,
+    pluginCapabilities: Array.isArray(capabilities)
+      ? capabilities.filter((c): c is string => typeof c === 'string')
+      : null,
+    lastEventAt: row.lastEventAt ? row.lastEventAt.getTime() : null,
+  };
+}
+
+function toDecision(row: DecisionRow): DecisionRecord {
+  const answers = parseJson(row.answers, {});
+  const record: DecisionRecord = {
+    key: row.key,
+    installationId: row.installationId,
+    gatewayId: row.gatewayId,
+    requestId: row.requestId,
+    question: row.question,
+    choices: parseJson(row.choices, []) as string[],
+    questions: parseJson(row.questions, []) as BatchQuestion[],
+    // A null-prototype map: qids are client strings and must never reach Object.prototype.
+    answers: Object.assign(Object.create(null) as Record<string, string>, answers),
+    deliverable: row.deliverable,
+    createdAt: row.createdAt.getTime(),
+  };
+  if (row.answer !== null) record.answer = row.answer;
+  if (row.answeredAt) record.answeredAt = row.answeredAt.getTime();
+  if (row.cancelledAt) record.cancelledAt = row.cancelledAt.getTime();
+  return record;
+}
+
+function decisionData(record: DecisionRecord) {
+  return {
+    key: record.key,
+    installationId: record.installationId,
+    gatewayId: record.gatewayId,
+    requestId: record.requestId,
+    question: record.question,
+    choices: JSON.stringify(record.choices),
+    questions: JSON.stringify(record.questions),
+    answers: JSON.stringify({ ...record.answers }),
+    deliverable: record.deliverable,
+    active: isActive(record),
+    createdAt: new Date(record.createdAt),
+    answer: record.answer ?? null,
+    answeredAt: record.answeredAt !== undefined ? new Date(record.answeredAt) : null,
+    cancelledAt: record.cancelledAt !== undefined ? new Date(record.cancelledAt) : null,
+  };
+}
+
+function gatewayData(record: GatewayRecord) {
+  return {
+    installationId: record.installationId,
+    id: record.id,
+    name: record.name,
+    secretHash: record.secretHash,
+    dashboardId: record.dashboardId,
+    createdAt: new Date(record.createdAt),
+    pluginVersion: record.pluginVersion,
+    pluginCapabilities: record.pluginCapabilities ? JSON.stringify(record.pluginCapabilities) : null,
+    lastEventAt: record.lastEventAt !== null ? new Date(record.lastEventAt) : null,
+  };
+}
+
+export function installationData(record: InstallationRecord) {
+  return {
+    id: record.id,
+    bundleId: record.bundleId,
+    deviceToken: record.deviceToken,
+    voipToken: record.voipToken,
+    watchVoipToken: record.watchVoipToken,
+    environment: record.environment,
+    deviceSecretHash: record.deviceSecretHash,
+    active: record.active,
+    preferences: JSON.stringify(record.preferences),
+    createdAt: new Date(record.createdAt),
+    updatedAt: new Date(record.updatedAt),
+  };
+}
+
+/** Prisma on SQLite (DATA_PATH) or PostgreSQL (DATABASE_URL); migrations are applied by `openPrismaStore`. */
+export class PrismaStore implements RelayStore {
+  constructor(readonly db: Db) {}
+
+  async countInstallations(): Promise<number> {
+    return this.db.installation.count();
+  }
+
+  async countActiveInstallations(): Promise<number> {
+    return this.db.installation.count({ where: { active: true } });
+  }
+
+  async insertInstallation(record: InstallationRecord): Promise<void> {
+    await this.db.installation.create({ data: installationData(record) });
+  }
+
+  async findInstallation(id: string): Promise<InstallationRecord | null> {
+    const row = await this.db.installation.findUnique({ where: { id } });
+    return row ? toInstallation(row) : null;
+  }
+
+  async updateInstallation(id: string, patch: InstallationPatch): Promise<void> {
+    const data: Record<string, unknown> = {};
+    if (patch.deviceToken !== undefined) data.deviceToken = patch.deviceToken;
+    if (patch.voipToken !== undefined) data.voipToken = patch.voipToken;
+    if (patch.watchVoipToken !== undefined) data.watchVoipToken = patch.watchVoipToken;
+    if (patch.preferences !== undefined) data.preferences = JSON.stringify(patch.preferences);
+    if (patch.active !== undefined) data.active = patch.active;
+    if (patch.updatedAt !== undefined) data.updatedAt = new Date(patch.updatedAt);
+    await this.db.installation.update({ where: { id }, data });
+  }
+
+  async clearTokenIfUnchanged(id: string, field: 'voipToken' | 'watchVoipToken', expected: string): Promise<void> {
+    await this.db.installation.updateMany({ where: { id, [field]: expected }, data: { [field]: null } });
+  }
+
+  async listGateways(installationId: string): Promise<GatewayRecord[]> {
+    const rows = await this.db.gateway.findMany({ where: { installationId }, orderBy: { createdAt: 'asc' } });
+    return rows.map(toGateway);
+  }
+
+  async findGateway(installationId: string, gatewayId: string): Promise<GatewayRecord | null> {
+    const row = await this.db.gateway.findUnique({
+      where: { installationId_id: { installationId, id: gatewayId } },
+    });
+    return row ? toGateway(row) : null;
+  }
+
+  async countGateways(installationId: string): Promise<number> {
+    return this.db.gateway.count({ where: { installationId } });
+  }
+
+  async deleteGateway(installationId: string, gatewayId: string): Promise<void> {
+    await this.db.gateway.deleteMany({ where: { installationId, id: gatewayId } });
+  }
+
+  async recordGatewayActivity(installationId: string, gatewayId: string, activity: GatewayActivity): Promise<void> {
+    const data: Record<string, unknown> = {};
+    if (activity.pluginVersion !== undefined) data.pluginVersion = activity.pluginVersion;
+    if (activity.pluginCapabilities !== undefined)
+      data.pluginCapabilities = JSON.stringify(activity.pluginCapabilities);
+    if (activity.lastEventAt !== undefined) data.lastEventAt = new Date(activity.lastEventAt);
+    // updateMany: the gateway may have been revoked since the event; then there is nothing to record.
+    await this.db.gateway.updateMany({ where: { installationId, id: gatewayId }, data });
+  }
+
+  async replacePairing(record: PairingRecord): Promise<void> {
+    await this.db.$transaction([
+      this.db.pairing.deleteMany({ where: { installationId: record.installationId } }),
+      this.db.pairing.create({
+        data: {
+          codeHash: record.codeHash,
+          installationId: record.installationId,
+          expiresAt: new Date(record.expiresAt),
+          dashboardId: record.dashboardId,
+        },
+      }),
+    ]);
+  }
+
+  async findPairing(codeHash: string): Promise<PairingRecord | null> {
+    const row = await this.db.pairing.findUnique({ where: { codeHash } });
+    return row
+      ? {
+          codeHash: row.codeHash,
+          installationId: row.installationId,
+          expiresAt: row.expiresAt.getTime(),
+          dashboardId: row.dashboardId,
+        }
+      : null;
+  }
+
+  async deletePairing(codeHash: string): Promise<void> {
+    await this.db.pairing.deleteMany({ where: { codeHash } });
+  }
+
+  async claimPairing(codeHash: string, gateway: GatewayRecord): Promise<boolean> {
+    return this.db.$transaction(async (tx) => {
+      const consumed = await tx.pairing.deleteMany({ where: { codeHash } });
+      if (consumed.count !== 1) return false;
+      await tx.gateway.create({ data: gatewayData(gateway) });
+      return true;
+    });
+  }
+
+  async findDecision(key: string): Promise<DecisionRecord | null> {
+    const row = await this.db.decision.findUnique({ where: { key } });
+    return row ? toDecision(row) : null;
+  }
+
+  async findDecisionsByRequest(installationId: string, requestId: string): Promise<DecisionRecord[]> {
+    const rows = await this.db.decision.findMany({
+      where: { installationId, requestId },
+      orderBy: { createdAt: 'asc' },
+    });
+    return rows.map(toDecision);
+  }
+
+  async insertDecision(record: DecisionRecord): Promise<boolean> {
+    const existing = await this.db.decision.findUnique({ where: { key: record.key }, select: { key: true } });
+    if (existing) return false;
+    await this.db.decision.create({ data: decisionData(record) });
+    return true;
+  }
+
+  async saveDecision(record: DecisionRecord): Promise<void> {
+    const data = decisionData(record);
+    await this.db.decision.upsert({ where: { key: record.key }, create: data, update: data });
+  }
+
+  async countDecisions(filter: { sinceMs: number; installationId?: string; active?: boolean }): Promise<number> {
+    return this.db.decision.count({
+      where: {
+        createdAt: { gt: new Date(filter.sinceMs) },
+        ...(filter.installationId !== undefined ? { installationId: filter.installationId } : {}),
+        ...(filter.active !== undefined ? { active: filter.active } : {}),
+      },
+    });
+  }
+
+  async pruneDecisions(beforeMs: number): Promise<number> {
+    const result = await this.db.decision.deleteMany({ where: { createdAt: { lte: new Date(beforeMs) } } });
+    return result.count;
+  }
+
+  async close(): Promise<void> {
+    await this.db.$disconnect();
+  }
+}
+
+/** Applies the committed migrations, then opens the store. */
+export async function openPrismaStore(databaseUrl: string): Promise<PrismaStore> {
+  await migrate(databaseUrl);
+  return new PrismaStore(createDb(databaseUrl));
+}

@@ -1,0 +1,45 @@
+import type { DecisionRecord } from '../domain/decisions.js';
+import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
+
+export type InstallationPatch = Partial<
+  Pick<InstallationRecord, 'deviceToken' | 'voipToken' | 'watchVoipToken' | 'preferences' | 'active' | 'updatedAt'>
+>;
+
+/**
+ * The relay's persistent state. Every method that resolves has made its write durable (the API
+ * acknowledges only after it), and no method's cost grows with the number of installations.
+ */
+export interface RelayStore {
+  countInstallations(): Promise<number>;
+  countActiveInstallations(): Promise<number>;
+  insertInstallation(record: InstallationRecord): Promise<void>;
+  findInstallation(id: string): Promise<InstallationRecord | null>;
+  updateInstallation(id: string, patch: InstallationPatch): Promise<void>;
+  /** Clears a PushKit token only if it is still the one APNs refused (the phone may have sent a new one). */
+  clearTokenIfUnchanged(id: string, field: 'voipToken' | 'watchVoipToken', expected: string): Promise<void>;
+
+  listGateways(installationId: string): Promise<GatewayRecord[]>;
+  findGateway(installationId: string, gatewayId: string): Promise<GatewayRecord | null>;
+  countGateways(installationId: string): Promise<number>;
+  deleteGateway(installationId: string, gatewayId: string): Promise<void>;
+  recordGatewayActivity(installationId: string, gatewayId: string, activity: GatewayActivity): Promise<void>;
+
+  /** Replaces the installation's unclaimed codes with this one (one live code per installation). */
+  replacePairing(record: PairingRecord): Promise<void>;
+  findPairing(codeHash: string): Promise<PairingRecord | null>;
+  deletePairing(codeHash: string): Promise<void>;
+  /** Consumes the code and adds the gateway in one transaction; false when the code was consumed meanwhile. */
+  claimPairing(codeHash: string, gateway: GatewayRecord): Promise<boolean>;
+
+  findDecision(key: string): Promise<DecisionRecord | null>;
+  findDecisionsByRequest(installationId: string, requestId: string): Promise<DecisionRecord[]>;
+  /** Inserts unless the key exists; false when it existed (a re-used request id never sends a second card). */
+  insertDecision(record: DecisionRecord): Promise<boolean>;
+  saveDecision(record: DecisionRecord): Promise<void>;
+  /** Counts records created at or after `sinceMs` (within TTL), optionally per installation / active only. */
+  countDecisions(filter: { sinceMs: number; installationId?: string; active?: boolean }): Promise<number>;
+  /** Drops records created before `beforeMs` (lazy TTL pruning). */
+  pruneDecisions(beforeMs: number): Promise<number>;
+
+  close(): Promise<void>;
+}
