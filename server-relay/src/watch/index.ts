@@ -1,5 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import type { WatchDeps } from './deps.js';
+import type { WatchDeps, WatchSettings } from './deps.js';
+import { GrantRegistry } from './grants.js';
+import { WATCH_DEFAULTS } from './settings.js';
+import { watchToolRoutes } from './tool-routes.js';
 
 export type {
   DeviceIdentity,
@@ -12,8 +15,26 @@ export type {
 export { WATCH_CAPABILITIES } from './capabilities.js';
 export { WATCH_DEFAULTS, watchSeamsFromEnv, WatchConfigError } from './settings.js';
 
-/** Registers the Watch routes (grants, audio bridge, Live Activities, Maps tokens) on the relay app. */
+/**
+ * Registers the Watch features on the relay app: tool grants (routes 16–20), the audio bridge
+ * (21–22, on the server's upgrade event), Live Activities and Maps tokens. All state is in memory
+ * and released by the app's close.
+ */
 export function registerWatchFeatures(app: FastifyInstance, deps: WatchDeps): void {
-  void app;
-  void deps;
+  const settings = resolveSettings(deps);
+  const grants = new GrantRegistry(settings, deps.now);
+  watchToolRoutes(app, deps, settings, grants);
+  // preClose: held requests must be answered before the server waits for connections to finish.
+  app.addHook('preClose', async () => {
+    grants.shutdown();
+  });
+}
+
+function resolveSettings(deps: WatchDeps): WatchSettings {
+  const out: WatchSettings = { ...WATCH_DEFAULTS };
+  for (const key of Object.keys(WATCH_DEFAULTS) as (keyof WatchSettings)[]) {
+    const value = deps.config[key];
+    if (value !== undefined) out[key] = value;
+  }
+  return out;
 }

@@ -1,0 +1,153 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { bindRoute, WireError } from '@conduit/contracts/server';
+import {
+  closeWatchGrant,
+  createWatchGrant,
+  pollWatchCalls,
+  postWatchCall,
+  postWatchResult,
+  watchCallRequest,
+  watchGrantRequest,
+  watchResultRequest,
+} from '@conduit/contracts/relay/watch-tools';
+import type { GatewayIdentity, WatchDeps, WatchSettings } from './deps.js';
+import type { Grant, GrantRegistry } from './grants.js';
+import { authorizationOf, onClientGone, parseBody, watchKeyHash } from './request-input.js';
+
+/** Per-key limits of the Watch tool routes, per 60 s (API.md routes 16–20). */
+export const WATCH_TOOL_LIMITS = {
+  grantsPerGateway: 12,
+  callsPerIp: 120,
+  callsPerGrant: 30,
+  pollsPerGrant: 240,
+  resultsPerGrant: 120,
+} as const;
+
+/** Binds routes 16–20: grants, held Watch calls, the host's long poll, results, close. */
+export function watchToolRoutes(
+  app: FastifyInstance,
+  deps: WatchDeps,
+  settings: WatchSettings,
+  grants: GrantRegistry,
+): void {
+  const limit = (key: string, max: number): void => {
+    if (!deps.rateLimit.hit(key, max)) throw new WireError(429, 'rate_limited');
+  };
+  const gatewayOf = async (request: FastifyRequest): Promise<GatewayIdentity> => {
+    const gateway = await deps.authenticateGateway(authorizationOf(request.headers));
+    if (!gateway) throw new WireError(401, 'unauthorized');
+    return gateway;
+  };
+  /** The gateway's own open grant; unknown, foreign and closed grants all answer 410 so ids reveal nothing. */
+  const ownedOpenGrant = (gid: string, gateway: GatewayIdentity): Grant => {
+    const grant = grants.findOwned(gid, gateway);
+    if (!grant) throw new WireError(410, 'grant_closed', { reason: 'expired' });
+    if (grant.closedReason !== undefined) throw new WireError(410, 'grant_closed', { reason: grant.closedReason });
+    return grant;
+  };
+
+  bindRoute(app, createWatchGrant, async ({ request }) => {
+    const gateway = await gatewayOf(request);
+    limit(`watch-grant:${gateway.gatewayId}`, WATCH_TOOL_LIMITS.grantsPerGateway);
+    const body = parseBody(request, watchGrantRequest, 'invalid_grant');
+    const grant = grants.create(gateway, {
+      keyHashHex: body.watch_key_sha256,
+      ttlS: body.ttl_s,
+      maxCalls: body.max_calls,
+      audio: body.audio === true,
+    });
+    if (grant === 'capacity') return { status: 503, body: { error: 'watch_grant_capacity' } };
+    return {
+      status: 201,
+      body: {
+        grant_id: grant.id,
+        expires_at: new Date(grant.expiresAt).toISOString(),
+        call_wait_ms: settings.callWaitMs,
+        audio: grant.audio,
+      },
+    };
+  });
+
+  bindRoute(app, postWatchCall, async ({ params, request, reply }) => {
+    // Per-IP before anything else, so a key-guessing client is throttled before it learns anything.
+    limit(`watch-call-ip:${deps.clientIp(request.raw)}`, WATCH_TOOL_LIMITS.callsPerIp);
+    const keyHash = watchKeyHash(authorizationOf(request.headers));
+    const grant = keyHash ? grants.findByKey(params.gid, keyHash) : undefined;
+    if (!grant) return { status: 401, body: { error: 'unauthorized' } };
+    if (grant.closedReason !== undefined) {
+      return { status: 410, body: { error: 'grant_closed', reason: grant.closedReason } };
+    }
+    limit(`watch-call:${grant.id}`, WATCH_TOOL_LIMITS.callsPerGrant);
+    limit('watch-call-global', settings.watchCallsPerMinute);
+    const call = parseBody(request, watchCallRequest, 'invalid_call');
+    const submitted = grants.submitCall(grant, call);
+    if ('refused' in submitted) {
+      switch (submitted.refused) {
+        case 'duplicate_call':
+          return { status: 409, body: { error: 'duplicate_call' } };
+        case 'grant_exhausted':
+        case 'too_many_calls':
+          return { status: 429, body: { error: submitted.refused } };
+        case 'host_offline':
+          return { status: 503, body: { error: 'host_offline' } };
+      }
+    }
+    onClientGone(reply, submitted.drop);
+    const outcome = await submitted.outcome;
+    switch (outcome.kind) {
+      case 'answered':
+        return { status: 200, body: outcome.result };
+      case 'timeout':
+        return { status: 504, body: { error: 'host_timeout' } };
+      case 'closed':
+        return { status: 410, body: { error: 'grant_closed', reason: outcome.reason } };
+      case 'shutdown':
+      case 'dropped':
+        return { status: 503, body: { error: 'host_offline' } };
+    }
+  });
+
+  bindRoute(app, pollWatchCalls, async ({ params, query, request, reply }) => {
+    const gateway = await gatewayOf(request);
+    const grant = ownedOpenGrant(params.gid, gateway);
+    limit(`watch-poll:${grant.id}`, WATCH_TOOL_LIMITS.pollsPerGrant);
+    const held = grants.poll(grant, pollWaitMs(query.wait_ms, settings.hostPollWaitMs));
+    onClientGone(reply, held.drop);
+    const outcome = await held.outcome;
+    if (outcome.kind === 'closed') return { status: 410, body: { error: 'grant_closed', reason: outcome.reason } };
+    return { status: 200, body: { calls: outcome.kind === 'calls' ? outcome.calls : [] } };
+  });
+
+  bindRoute(app, postWatchResult, async ({ params, request }) => {
+    const gateway = await gatewayOf(request);
+    const grant = ownedOpenGrant(params.gid, gateway);
+    limit(`watch-result:${grant.id}`, WATCH_TOOL_LIMITS.resultsPerGrant);
+    const result = parseBody(request, watchResultRequest, 'invalid_result');
+    if (!grants.answer(grant, params.rid, result)) return { status: 404, body: { error: 'unknown_call' } };
+    return { status: 200, body: { status: 'delivered' as const } };
+  });
+
+  bindRoute(app, closeWatchGrant, async ({ params, request }) => {
+    // Always 204: the answer must not tell a caller whether the id, key or credential was right.
+    const authorization = authorizationOf(request.headers);
+    const keyHash = watchKeyHash(authorization);
+    if (keyHash) {
+      if (!deps.rateLimit.hit(`watch-call-ip:${deps.clientIp(request.raw)}`, WATCH_TOOL_LIMITS.callsPerIp)) {
+        return { status: 204, body: undefined };
+      }
+      const grant = grants.findByKey(params.gid, keyHash);
+      if (grant) grants.close(grant, 'watch');
+      return { status: 204, body: undefined };
+    }
+    const gateway = await deps.authenticateGateway(authorization);
+    const grant = gateway ? grants.findOwned(params.gid, gateway) : undefined;
+    if (grant) grants.close(grant, 'host');
+    return { status: 204, body: undefined };
+  });
+}
+
+/** `min(wait_ms, cap)`; missing, empty or not a non-negative integer means the cap (API.md §4). */
+export function pollWaitMs(raw: string | undefined, capMs: number): number {
+  if (raw === undefined || !/^\d{1,15}$/.test(raw)) return capMs;
+  return Math.min(Number(raw), capMs);
+}
