@@ -1,0 +1,163 @@
+/**
+ * A stateful rational resampler (polyphase, Kaiser-windowed sinc) for PCM16 mono streams.
+ *
+ * State carries across chunks, so the output for a stream is the same whatever its chunking — required both
+ * for the Silero path (48 kHz → 16 kHz per received frame) and for streamed speech (a provider's rate →
+ * 48 kHz per HTTP chunk). The filter is centred, so output sample k lines up with input time k·in/out.
+ */
+
+/** Zero crossings of the sinc on each side, counted at the lower of the two rates: the filter's reach. */
+const HALF_ZEROS = 16;
+/** Pass band as a fraction of the lower Nyquist frequency; the rest is the transition band. */
+const ROLLOFF = 0.92;
+/** Kaiser window shape (≈ 80 dB stop band). */
+const KAISER_BETA = 8.0;
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+/** Zeroth-order modified Bessel function of the first kind (for the Kaiser window). */
+function besselI0(x: number): number {
+  let sum = 1;
+  let term = 1;
+  const half = x / 2;
+  for (let k = 1; k < 50; k++) {
+    term *= (half / k) * (half / k);
+    sum += term;
+    if (term < 1e-12 * sum) break;
+  }
+  return sum;
+}
+
+interface Filter {
+  up: number;
+  down: number;
+  /** Taps per phase. */
+  taps: number;
+  /** `phases[p][j]` multiplies input sample `iMax - j` for phase p. */
+  phases: Float64Array[];
+  /** Centre of the prototype filter, in upsampled samples. */
+  centre: number;
+}
+
+const filterCache = new Map<string, Filter>();
+
+function designFilter(inputRateHz: number, outputRateHz: number): Filter {
+  const key = `${inputRateHz}:${outputRateHz}`;
+  const cached = filterCache.get(key);
+  if (cached) return cached;
+  const divisor = gcd(inputRateHz, outputRateHz);
+  const up = outputRateHz / divisor;
+  const down = inputRateHz / divisor;
+  const widest = Math.max(up, down);
+  // Cutoff in cycles per upsampled sample (Nyquist of the upsampled stream = 0.5).
+  const cutoff = (0.5 * ROLLOFF) / widest;
+  const length = 2 * HALF_ZEROS * widest + 1;
+  const centre = (length - 1) / 2;
+  const taps = Math.ceil(length / up);
+  const phases = Array.from({ length: up }, () => new Float64Array(taps));
+  const denominator = besselI0(KAISER_BETA);
+  for (let n = 0; n < length; n++) {
+    const t = n - centre;
+    const sinc = t === 0 ? 2 * cutoff : Math.sin(2 * Math.PI * cutoff * t) / (Math.PI * t);
+    const ratio = t / centre;
+    const window = besselI0(KAISER_BETA * Math.sqrt(Math.max(0, 1 - ratio * ratio))) / denominator;
+    // × up: zero-stuffing divides the signal's energy by `up`.
+    (phases[n % up] as Float64Array)[Math.floor(n / up)] = sinc * window * up;
+  }
+  const filter = { up, down, taps, phases, centre };
+  filterCache.set(key, filter);
+  return filter;
+}
+
+/** Resamples one PCM16 mono stream from `inputRateHz` to `outputRateHz`, chunk by chunk. */
+export class PcmResampler {
+  readonly inputRateHz: number;
+  readonly outputRateHz: number;
+  private readonly filter: Filter | null;
+  /** Input samples still needed, starting at global input index `historyStart`. */
+  private history: Float64Array = new Float64Array(0);
+  private historyStart = 0;
+  private inputCount = 0;
+  private outputCount = 0;
+  private flushed = false;
+
+  constructor(inputRateHz: number, outputRateHz: number) {
+    for (const [name, rate] of [
+      ['input', inputRateHz],
+      ['output', outputRateHz],
+    ] as const)
+      if (!Number.isInteger(rate) || rate < 1000 || rate > 384_000)
+        throw new RangeError(`${name} sample rate must be an integer between 1000 and 384000 Hz, got ${rate}`);
+    this.inputRateHz = inputRateHz;
+    this.outputRateHz = outputRateHz;
+    this.filter = inputRateHz === outputRateHz ? null : designFilter(inputRateHz, outputRateHz);
+  }
+
+  /** Resamples the next chunk; returns every output sample that the input so far determines. */
+  process(pcm: Int16Array): Int16Array {
+    if (this.flushed) throw new Error('resampler already flushed');
+    if (!this.filter) return pcm.slice();
+    this.appendInput(pcm, pcm.length);
+    this.inputCount += pcm.length;
+    return this.produce(this.inputCount);
+  }
+
+  /**
+   * Ends the stream: emits the tail (as if followed by silence) so the total output is
+   * ceil(input × out / in) samples. The resampler cannot be used afterwards.
+   */
+  flush(): Int16Array {
+    if (this.flushed) return new Int16Array(0);
+    this.flushed = true;
+    if (!this.filter) return new Int16Array(0);
+    const { up, taps, centre } = this.filter;
+    // Enough trailing silence for the last outputs' filter windows.
+    this.appendInput(null, taps + Math.ceil(centre / up) + 1);
+    return this.produce(Number.POSITIVE_INFINITY);
+  }
+
+  private appendInput(pcm: Int16Array | null, count: number): void {
+    const next = new Float64Array(this.history.length + count);
+    next.set(this.history);
+    if (pcm) for (let i = 0; i < count; i++) next[this.history.length + i] = pcm[i] as number;
+    this.history = next;
+  }
+
+  private produce(availableInputs: number): Int16Array {
+    const filter = this.filter as Filter;
+    const { up, down, taps, phases, centre } = filter;
+    const historyEnd = this.historyStart + this.history.length;
+    const limit = Math.min(availableInputs, historyEnd);
+    const flushing = availableInputs === Number.POSITIVE_INFINITY;
+    const target = flushing ? Math.ceil((this.inputCount * up) / down) : Number.POSITIVE_INFINITY;
+    const out: number[] = [];
+    for (;;) {
+      if (this.outputCount >= target) break;
+      const position = this.outputCount * down + centre;
+      const newest = Math.floor(position / up);
+      if (newest >= limit) break;
+      const coefficients = phases[position % up] as Float64Array;
+      let sum = 0;
+      for (let j = 0; j < taps; j++) {
+        const index = newest - j - this.historyStart;
+        if (index < 0) break; // before the stream began: silence
+        sum += (coefficients[j] as number) * (this.history[index] as number);
+      }
+      out.push(sum);
+      this.outputCount++;
+    }
+    // Keep only the inputs the next output can still reach.
+    const nextNewest = Math.floor((this.outputCount * down + centre) / up);
+    const keepFrom = Math.max(this.historyStart, nextNewest - taps + 1);
+    if (keepFrom > this.historyStart) {
+      this.history = this.history.slice(keepFrom - this.historyStart);
+      this.historyStart = keepFrom;
+    }
+    const pcm = new Int16Array(out.length);
+    for (let i = 0; i < out.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, Math.round(out[i] as number)));
+    return pcm;
+  }
+}
