@@ -18,6 +18,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/cron/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Cron jobs whose notifications are off */
+        get: operations["getCronNotifications"];
+        /** Turns one cron job's notifications on or off */
+        put: operations["putCronNotifications"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/notifications/reply-sources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Which sources send a "response ready" push */
+        get: operations["getReplySources"];
+        /** Turns the "response ready" push of one source on or off */
+        put: operations["putReplySources"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -53,6 +89,259 @@ export interface operations {
                         ok: true;
                         restart_needed: boolean;
                         version: string | null;
+                    };
+                };
+            };
+        };
+    };
+    getCronNotifications: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The muted job ids. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        muted: string[];
+                        /** @constant */
+                        ok: true;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Profile unresolved, state file corrupt, or the dashboard could not verify the caller. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string;
+                        /** @enum {string} */
+                        error: "profile_unavailable" | "state_file_corrupt" | "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    putCronNotifications: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    job_id: string;
+                    notify: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The muted job ids after the change. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        muted: string[];
+                        /** @constant */
+                        ok: true;
+                    };
+                };
+            };
+            /** @description Malformed body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_request" | "invalid_job_id" | "invalid_notify";
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Profile unresolved, state file corrupt, or the dashboard could not verify the caller. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string;
+                        /** @enum {string} */
+                        error: "profile_unavailable" | "state_file_corrupt" | "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getReplySources: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The per-source choices. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        sources: {
+                            conduit: boolean;
+                            desktop: boolean;
+                            messaging: boolean;
+                            terminal: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Profile unresolved, state file corrupt, or the dashboard could not verify the caller. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string;
+                        /** @enum {string} */
+                        error: "profile_unavailable" | "state_file_corrupt" | "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    putReplySources: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    notify: boolean;
+                    /** @enum {string} */
+                    source: "conduit" | "desktop" | "messaging" | "terminal";
+                };
+            };
+        };
+        responses: {
+            /** @description The per-source choices after the change. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        sources: {
+                            conduit: boolean;
+                            desktop: boolean;
+                            messaging: boolean;
+                            terminal: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "invalid_request" | "invalid_source" | "invalid_notify";
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Profile unresolved, state file corrupt, or the dashboard could not verify the caller. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string;
+                        /** @enum {string} */
+                        error: "profile_unavailable" | "state_file_corrupt" | "dashboard_unavailable";
                     };
                 };
             };

@@ -1,7 +1,15 @@
 import type { Surface } from '../route.js';
 import { getCapabilities, capabilitiesResponse } from './capabilities.js';
 
+import {
+  getCronNotifications,
+  putCronNotifications,
+  getReplySources,
+  putReplySources,
+} from './notification-settings.js';
+
 export { getCapabilities, capabilitiesResponse };
+export { getCronNotifications, putCronNotifications, getReplySources, putReplySources };
 
 /** The host service's plugin routes, served where the Conduit app expects the Hermes dashboard. */
 export const dashboardSurface = {
@@ -9,5 +17,5 @@ export const dashboardSurface = {
   title: 'Conduit host service (dashboard plugin routes)',
   version: '0.1.0',
   description: 'The /api/plugins/conduit_push/* routes the Conduit app calls on the Hermes host.',
-  routes: { getCapabilities },
+  routes: { getCapabilities, getCronNotifications, putCronNotifications, getReplySources, putReplySources },
 } satisfies Surface;
