@@ -1,16 +1,173 @@
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { WireError } from '@conduit/contracts/server';
+import { ClarifyLoop, type ClarifyPairing } from './cards/clarify-loop.js';
 import type { HostConfig } from './config.js';
+import { DeliveryQueue } from './delivery/delivery-queue.js';
+import { privacyPrepare, readClarifyPairing } from './delivery/pairing-adapter.js';
+import { httpRelayGateway, type RelayGateway } from './delivery/relay-gateway.js';
+import { relaySender, type PrepareEvent } from './delivery/relay-sender.js';
+import { Spool } from './delivery/spool.js';
+import { bearerVerifier, dashboardVerifier, type CallerVerifier } from './fronting/caller-verification.js';
+import { proxyHttp, proxyUpgrade } from './fronting/proxy.js';
+import { Notifier, type ProfileScope } from './notifier/notifier.js';
+import { readSessionTitle } from './notifier/session-titles.js';
 import { capabilityRoutes } from './routes/capabilities.js';
+import { HOOK_PATH, hookRoutes } from './routes/hooks.js';
+import { notificationSettingsRoutes } from './routes/notification-settings.js';
+import { ProfileSettings } from './settings/profile-settings.js';
+
+/** Where our own routes live; everything else belongs to the Hermes dashboard we front. */
+export const PLUGIN_PREFIX = '/api/plugins/conduit_push/';
+const PUBLIC_PATHS = new Set([PLUGIN_PREFIX + 'capabilities']);
+
+/** Seams a test or benchmark may replace; production uses the defaults. */
+export interface HostDeps {
+  prepare: PrepareEvent;
+  readPairing: (profile: ProfileScope) => Promise<ClarifyPairing | null>;
+  gateway: RelayGateway;
+  sleep: (ms: number) => Promise<void>;
+}
+
+export interface Host {
+  app: FastifyInstance;
+  /** The secret the hook bridge presents; written to the runtime file, never logged. */
+  hookToken: string;
+  queue: DeliveryQueue;
+  notifier: Notifier;
+}
+
+function isOurs(url: string | undefined): boolean {
+  const pathname = (url ?? '/').split('?')[0] ?? '/';
+  return pathname.startsWith(PLUGIN_PREFIX) || pathname === PLUGIN_PREFIX.slice(0, -1) || pathname === HOOK_PATH;
+}
+
+/** Builds the host service: plugin routes, hook endpoint, notifier and delivery, and the dashboard proxy. */
+export async function buildHost(config: HostConfig, overrides: Partial<HostDeps> = {}): Promise<Host> {
+  const { clock, log, limits } = config;
+  const upstream = config.fronting.mode === 'dashboard' ? new URL(config.fronting.dashboardUrl) : null;
+  const verifier: CallerVerifier =
+    config.fronting.mode === 'dashboard'
+      ? dashboardVerifier({
+          dashboardUrl: config.fronting.dashboardUrl,
+          cacheMs: limits.authCacheMs,
+          timeoutMs: limits.authTimeoutMs,
+          clock,
+        })
+      : bearerVerifier(config.fronting.bearerToken);
+
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 1024 * 1024,
+    serverFactory: (handler) => {
+      const server = http.createServer((req, res) => {
+        if (upstream && !isOurs(req.url)) proxyHttp(req, res, upstream);
+        else handler(req, res);
+      });
+      server.on('upgrade', (req, socket, head) => {
+        if (upstream && !isOurs(req.url)) proxyUpgrade(req, socket, head, upstream);
+        else socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+      });
+      return server;
+    },
+  });
+  app.setErrorHandler((error, request, reply) => {
+    if (error instanceof WireError) return reply.status(error.status).send(error.body());
+    const status = (error as { statusCode?: unknown }).statusCode;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      if (request.url.startsWith(HOOK_PATH)) log.warn('malformed hook payload dropped', { status });
+      return reply.status(status).send({ error: status === 413 ? 'payload_too_large' : 'invalid_json' });
+    }
+    log.error('request failed', {
+      path: request.url.split('?')[0],
+      error: error instanceof Error ? error.name : 'error',
+    });
+    return reply.status(500).send({ error: 'internal_error' });
+  });
+  app.setNotFoundHandler((_request, reply) => reply.status(404).send({ error: 'not_found' }));
+
+  // Our routes accept only callers the dashboard accepts (or the standalone token); fail closed.
+  app.addHook('onRequest', async (request, reply) => {
+    const pathname = request.url.split('?')[0] ?? '';
+    if (!pathname.startsWith(PLUGIN_PREFIX) || PUBLIC_PATHS.has(pathname)) return;
+    const verdict = await verifier.verify(request.headers);
+    if (verdict === 'accepted') return;
+    if (verdict === 'denied')
+      return reply.status(401).header('cache-control', 'no-store').send({ error: 'unauthorized' });
+    return reply.status(503).header('cache-control', 'no-store').send({ error: 'dashboard_unavailable' });
+  });
+
+  const deps: HostDeps = {
+    prepare: overrides.prepare ?? privacyPrepare(clock),
+    readPairing: overrides.readPairing ?? readClarifyPairing,
+    gateway:
+      overrides.gateway ??
+      httpRelayGateway({
+        userAgent: `Conduit-Host/${config.loadedVersion}`,
+        timeoutMs: limits.relayTimeoutMs,
+        ...(config.relayFetch ? { fetch: config.relayFetch } : {}),
+      }),
+    sleep: overrides.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+  };
+  const settings = new ProfileSettings();
+  const spool = new Spool(path.join(config.stateDir, 'spool'), log);
+  const queue = new DeliveryQueue(
+    relaySender(deps.gateway, deps.prepare),
+    {
+      capacity: limits.queueCapacity,
+      maxAgeMs: limits.spoolMaxAgeS * 1000,
+      concurrency: limits.deliveryConcurrency,
+      backoff: { baseMs: limits.retryBaseMs, maxMs: limits.retryMaxMs },
+    },
+    clock,
+    log,
+    spool,
+  );
+  const sessionTitle = async (profile: ProfileScope, sessionId: string) => readSessionTitle(profile.home, sessionId);
+  const clarify = new ClarifyLoop({
+    clock,
+    log,
+    pluginVersion: config.loadedVersion,
+    gateway: deps.gateway,
+    readPairing: deps.readPairing,
+    enqueueTracked: (profile, event, onSettled) => queue.enqueueTracked(profile, event, onSettled),
+    sessionTitle,
+    sleep: deps.sleep,
+    pollBaseMs: limits.clarifyPollMs,
+    budgetMs: limits.clarifyBudgetS * 1000,
+  });
+  const notifier = new Notifier({
+    clock,
+    log,
+    pluginVersion: config.loadedVersion,
+    replyHoldMs: limits.replyHoldMs,
+    enqueue: (profile, event) => queue.enqueue(profile, event),
+    isCronMuted: (profile, jobId) => settings.cron(profile).isMuted(jobId),
+    isReplySourceOn: (profile, source) => settings.replySources(profile).isOn(source),
+    sessionTitle,
+    approvals: { raised: () => {}, answered: () => {} },
+    clarify,
+  });
+
+  const hookToken = randomBytes(32).toString('base64url');
+  capabilityRoutes(app, config);
+  notificationSettingsRoutes(app, config.hermesHome, settings);
+  hookRoutes(app, { hermesHome: config.hermesHome, hookToken, bodyLimit: limits.hookBodyBytes, notifier, log });
+
+  await queue.start();
+  const flushTimer = setInterval(() => notifier.flushDueReplies(), Math.max(50, Math.min(1000, limits.replyHoldMs)));
+  flushTimer.unref();
+  app.addHook('onClose', async () => {
+    clearInterval(flushTimer);
+    await queue.stop();
+  });
+  await app.ready();
+  return { app, hookToken, queue, notifier };
+}
 
 /** Builds a ready host service app from its configuration. */
 export async function buildApp(config: HostConfig): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false });
-  app.setErrorHandler((error, _request, reply) => {
-    if (error instanceof WireError) return reply.status(error.status).send(error.body());
-    return reply.status(500).send({ error: 'internal_error' });
-  });
-  capabilityRoutes(app, config);
-  await app.ready();
-  return app;
+  return (await buildHost(config)).app;
 }

@@ -1,3 +1,16 @@
+import type { Clock } from './clock.js';
+import type { Limits } from './limits.js';
+import type { Logger } from './log.js';
+
+/**
+ * How callers of our plugin routes are checked:
+ * - `dashboard`: the service fronts a Hermes dashboard; a caller is accepted when the dashboard
+ *   accepts its own credentials (checked against the dashboard, cached briefly, fail closed), and
+ *   every other request is proxied there unchanged;
+ * - `standalone`: no dashboard; callers present this service's own bearer token.
+ */
+export type FrontingMode = { mode: 'dashboard'; dashboardUrl: string } | { mode: 'standalone'; bearerToken: string };
+
 /** The host service's configuration, validated once at boot. */
 export interface HostConfig {
   host: string;
@@ -6,6 +19,18 @@ export interface HostConfig {
   loadedVersion: string;
   /** Reads the version of the code on disk now (differs from loadedVersion after an update without restart). */
   readDiskVersion: () => string | null;
+  /** The Hermes root home (`$HERMES_HOME` or ~/.hermes); profiles live under `profiles/<name>`. */
+  hermesHome: string;
+  /** This service's own private folder (runtime file for the hook bridge, delivery spool). */
+  stateDir: string;
+  fronting: FrontingMode;
+  /** The Hermes API server, for answering approvals of turns Hermes runs there. */
+  hermesApi?: { url: string; key: string } | undefined;
+  limits: Limits;
+  clock: Clock;
+  log: Logger;
+  /** Replaces the network to the relay (tests and benchmarks pass a fetch bound to a local relay). */
+  relayFetch?: typeof fetch;
 }
 
 export class ConfigError extends Error {}

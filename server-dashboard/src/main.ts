@@ -1,19 +1,32 @@
-import { buildApp } from './app.js';
-import { readPackageVersion } from './package-version.js';
+import { buildHost } from './app.js';
+import { removeRuntimeFile, writeRuntimeFile } from './bridge/runtime-file.js';
+import { ConfigError } from './config.js';
+import { hostConfigFromEnv } from './host-config.js';
+import { LimitError } from './limits.js';
 
-const port = process.env.CONDUIT_HOST_PORT?.trim() ? Number(process.env.CONDUIT_HOST_PORT) : 9119;
-if (!Number.isInteger(port) || port < 0 || port > 65535) {
-  console.error('CONDUIT_HOST_PORT must be a port number.');
-  process.exit(1);
+let config;
+try {
+  config = hostConfigFromEnv();
+} catch (error) {
+  if (error instanceof ConfigError || error instanceof LimitError) {
+    console.error(error.message);
+    process.exit(1);
+  }
+  throw error;
 }
-const app = await buildApp({
-  host: process.env.CONDUIT_HOST_BIND?.trim() || '127.0.0.1',
-  port,
-  loadedVersion: readPackageVersion() ?? '0.0.0',
-  readDiskVersion: readPackageVersion,
+const host = await buildHost(config);
+const address = await host.app.listen({ host: config.host, port: config.port });
+const port = host.app.server.address();
+const loopbackUrl = `http://127.0.0.1:${typeof port === 'object' && port ? port.port : config.port}`;
+await writeRuntimeFile(config.stateDir, { url: loopbackUrl, token: host.hookToken, pid: process.pid });
+config.log.info('host service listening', {
+  address,
+  mode: config.fronting.mode,
+  hermes_home: config.hermesHome,
 });
-const address = await app.listen({ host: process.env.CONDUIT_HOST_BIND?.trim() || '127.0.0.1', port });
-console.log(JSON.stringify({ level: 'info', msg: 'host service listening', address }));
-const stop = () => void app.close().then(() => process.exit(0));
+const stop = () =>
+  void removeRuntimeFile(config.stateDir)
+    .then(() => host.app.close())
+    .then(() => process.exit(0));
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);

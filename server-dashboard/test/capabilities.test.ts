@@ -2,25 +2,31 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboardClient } from '@conduit/generated/dashboard/client';
 import { buildApp } from '../src/app.js';
+import { SERVED_CAPABILITIES } from '../src/routes/capabilities.js';
+import { tempHermesHome, testConfig } from './support/config.js';
 
 let app: FastifyInstance;
 let baseUrl: string;
 let diskVersion = '0.1.0';
+const home = tempHermesHome();
 
 beforeAll(async () => {
-  app = await buildApp({ host: '127.0.0.1', port: 0, loadedVersion: '0.1.0', readDiskVersion: () => diskVersion });
+  app = await buildApp(testConfig(home.root, { readDiskVersion: () => diskVersion }));
   baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
 });
-afterAll(() => app.close());
+afterAll(async () => {
+  await app.close();
+  home.cleanup();
+});
 
 describe('GET /api/plugins/conduit_push/capabilities', () => {
-  it('lists version, loaded_version, boot_id and capabilities through the generated client', async () => {
+  it('lists version, loaded_version, boot_id and exactly the served capabilities, without auth', async () => {
     const client = createDashboardClient({ baseUrl });
     const { data, response } = await client.GET('/api/plugins/conduit_push/capabilities');
     expect(response.status).toBe(200);
     expect(data).toMatchObject({ ok: true, version: '0.1.0', loaded_version: '0.1.0', restart_needed: false });
     expect(data?.boot_id).toMatch(/^[0-9a-f-]{36}$/);
-    expect(Array.isArray(data?.capabilities)).toBe(true);
+    expect(data?.capabilities).toEqual([...SERVED_CAPABILITIES]);
   });
 
   it('says restart_needed when the code on disk is newer than the code loaded, with the same boot_id', async () => {

@@ -4,8 +4,17 @@ import { getCapabilities } from '@conduit/contracts/dashboard/capabilities';
 import { bindRoute } from '@conduit/contracts/server';
 import type { HostConfig } from '../config.js';
 
-/** The capabilities this service serves, in a stable order; grows as route families land. */
-export const SERVED_CAPABILITIES: readonly string[] = [];
+/**
+ * The capabilities this service serves, in a stable order, each with the path its route family
+ * answers on (a test checks every one is really served). Only what works here is listed, so the
+ * Conduit app never offers a screen this host cannot back.
+ */
+export const CAPABILITY_PATHS = {
+  'cron-notifications': '/api/plugins/conduit_push/cron/notifications',
+  'reply-sources': '/api/plugins/conduit_push/notifications/reply-sources',
+} as const;
+
+export const SERVED_CAPABILITIES: readonly string[] = Object.keys(CAPABILITY_PATHS);
 
 export function capabilityRoutes(app: FastifyInstance, config: HostConfig): void {
   const bootId = randomUUID();

@@ -1,0 +1,142 @@
+import { z } from 'zod';
+import { isCredentialSafeRelayUrl, normaliseRelayUrl } from './relay-url.js';
+import type { SendOutcome } from './outcome.js';
+
+/** A paired profile's way to the relay: where, and with which gateway credential. */
+export interface RelayTarget {
+  relayUrl: string;
+  /** `<installation_id>.<gateway_id>.<secret>`; only ever placed in the Authorization header. */
+  credential: string;
+}
+
+export type DecisionPoll =
+  | { status: 'pending'; deliverable: boolean; remaining?: string[]; answers?: Record<string, unknown> }
+  | { status: 'answered'; answer?: unknown; answers?: Record<string, unknown>; remaining?: string[] }
+  | { status: 'unknown' }
+  | { status: 'rejected' };
+
+export type PollResult = { kind: 'ok'; poll: DecisionPoll } | { kind: 'error'; reason: string };
+
+/** The relay's gateway routes this host uses (spec/relay/API.md §1 rows 10, 12, 13). */
+export interface RelayGateway {
+  postEvent(target: RelayTarget, body: unknown): Promise<SendOutcome>;
+  pollDecision(target: RelayTarget, requestId: string): Promise<PollResult>;
+  releaseDecision(target: RelayTarget, requestId: string): Promise<boolean>;
+}
+
+const acceptedBody = z.looseObject({
+  accepted: z.literal(true),
+  delivered: z.boolean().optional(),
+  duplicate: z.boolean().optional(),
+});
+const errorBody = z.looseObject({ error: z.string() });
+const pollBody = z.looseObject({
+  status: z.enum(['pending', 'answered', 'unknown', 'rejected']),
+  deliverable: z.boolean().optional(),
+  remaining: z.array(z.string()).optional(),
+  answers: z.record(z.string(), z.unknown()).optional(),
+  answer: z.unknown().optional(),
+});
+
+/** The relay's error code, printable and short, for logs (never the body as a whole). */
+function errorCode(body: unknown): string {
+  const parsed = errorBody.safeParse(body);
+  return parsed.success ? parsed.data.error.replace(/[^\x20-\x7e]/g, '').slice(0, 200) : 'unknown';
+}
+
+/** APNs failures are final: the relay consumed the event id, so a resend would only be a duplicate. */
+const FINAL_5XX = new Set(['apns_rejected', 'apns_unreachable']);
+
+/**
+ * The relay's gateway wire over HTTP. Every request refuses redirects (a redirect could carry the
+ * credential elsewhere) and refuses relay URLs that would send the credential in clear.
+ */
+export function httpRelayGateway(options: {
+  userAgent: string;
+  timeoutMs: number;
+  fetch?: typeof fetch;
+}): RelayGateway {
+  const doFetch = options.fetch ?? fetch;
+
+  async function request(target: RelayTarget, method: string, path: string, body?: unknown) {
+    if (!isCredentialSafeRelayUrl(target.relayUrl)) return { kind: 'unsafe' as const };
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'user-agent': options.userAgent,
+      authorization: `Bearer ${target.credential}`,
+    };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    try {
+      const response = await doFetch(normaliseRelayUrl(target.relayUrl) + path, {
+        method,
+        headers,
+        body: body === undefined ? null : JSON.stringify(body),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(options.timeoutMs),
+      });
+      const text = await response.text();
+      let json: unknown = null;
+      try {
+        json = text ? JSON.parse(text) : null;
+      } catch {
+        json = null;
+      }
+      return { kind: 'http' as const, status: response.status, json };
+    } catch (error) {
+      return { kind: 'network' as const, reason: error instanceof Error ? error.name : 'error' };
+    }
+  }
+
+  return {
+    async postEvent(target, body) {
+      const result = await request(target, 'POST', '/v1/events', body);
+      if (result.kind === 'unsafe') return { kind: 'failed', status: 0, error: 'insecure_relay_url' };
+      if (result.kind === 'network') return { kind: 'retry', reason: result.reason };
+      const { status, json } = result;
+      if (status >= 300 && status < 400) return { kind: 'failed', status, error: 'redirect_refused' };
+      if (status === 200 || status === 202) {
+        const parsed = acceptedBody.safeParse(json);
+        return {
+          kind: 'accepted',
+          delivered: parsed.success ? parsed.data.delivered === true : false,
+          duplicate: parsed.success ? parsed.data.duplicate === true : false,
+        };
+      }
+      const code = errorCode(json);
+      if (status === 401) return { kind: 'failed', status, error: 'unauthorized' };
+      // Rate limits pass; decision capacity frees up as decisions settle (the id is not consumed).
+      if (status === 429 && code !== 'call_limit') return { kind: 'retry', reason: code };
+      if (status >= 500 && !FINAL_5XX.has(code)) return { kind: 'retry', reason: `http_${status}` };
+      return { kind: 'failed', status, error: code };
+    },
+
+    async pollDecision(target, requestId) {
+      const result = await request(target, 'GET', `/v1/decisions/${encodeURIComponent(requestId)}`);
+      if (result.kind === 'unsafe') return { kind: 'error', reason: 'insecure_relay_url' };
+      if (result.kind === 'network') return { kind: 'error', reason: result.reason };
+      if (result.status !== 200) return { kind: 'error', reason: `http_${result.status}` };
+      const parsed = pollBody.safeParse(result.json);
+      if (!parsed.success) return { kind: 'error', reason: 'malformed_poll' };
+      const p = parsed.data;
+      if (p.status === 'pending') {
+        const poll: DecisionPoll = { status: 'pending', deliverable: p.deliverable !== false };
+        if (p.remaining) poll.remaining = p.remaining;
+        if (p.answers) poll.answers = p.answers;
+        return { kind: 'ok', poll };
+      }
+      if (p.status === 'answered') {
+        const poll: DecisionPoll = { status: 'answered' };
+        if (p.answer !== undefined) poll.answer = p.answer;
+        if (p.answers) poll.answers = p.answers;
+        if (p.remaining) poll.remaining = p.remaining;
+        return { kind: 'ok', poll };
+      }
+      return { kind: 'ok', poll: { status: p.status } };
+    },
+
+    async releaseDecision(target, requestId) {
+      const result = await request(target, 'DELETE', `/v1/decisions/${encodeURIComponent(requestId)}`);
+      return result.kind === 'http' && result.status === 200;
+    },
+  };
+}

@@ -1,0 +1,260 @@
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import { hookArg, hookBool, hookString, type HookPayload } from '../bridge/hook-payload.js';
+import { cronJobId } from './cron-run.js';
+import { eventId } from './event-id.js';
+import { approvalDecision, buildEvent, clarificationText, type NotificationEvent } from './events.js';
+import { replySourceOf, type ReplySource } from './reply-source.js';
+import { isCronSilent, isSilentReply } from './silence.js';
+import { plainText } from './text.js';
+import { notificationTitle, type NotificationType } from './titles.js';
+import { voicePersonaNote } from './voice-note.js';
+
+/** A Hermes profile the hook came from: its name and its home folder. */
+export interface ProfileScope {
+  name: string;
+  home: string;
+}
+
+/** What the hook command prints back to Hermes; null prints nothing. */
+export type HookAnswer = { context: string } | { action: 'block'; message: string } | null;
+
+export interface NotifierPorts {
+  clock: Clock;
+  log: Logger;
+  pluginVersion: string;
+  /** How long a finished reply waits for its turn's end before it is sent anyway (Hermes without on_session_end). */
+  replyHoldMs: number;
+  enqueue(profile: ProfileScope, event: NotificationEvent): boolean;
+  isCronMuted(profile: ProfileScope, jobId: string): Promise<boolean>;
+  isReplySourceOn(profile: ProfileScope, source: ReplySource): Promise<boolean>;
+  sessionTitle(profile: ProfileScope, sessionId: string): Promise<string | null>;
+  approvals: {
+    raised(profile: ProfileScope, payload: HookPayload): void;
+    answered(profile: ProfileScope, sessionKey: string): void;
+  };
+  clarify: {
+    /** Holds a clarify call for an answer from the phone; null lets Hermes' native clarify run. */
+    ask(profile: ProfileScope, payload: HookPayload, isChild: boolean): Promise<HookAnswer>;
+    settledNatively(profile: ProfileScope, payload: HookPayload): void;
+  };
+}
+
+interface HeldReply {
+  profile: ProfileScope;
+  event: NotificationEvent;
+  sendAt: number;
+}
+
+/** Per-profile memory of the turns in flight: which sessions are subagents, which turns run. */
+interface ProfileState {
+  children: Set<string>;
+  runningTurns: Map<string, number>;
+  heldReplies: Map<string, HeldReply>;
+}
+
+const DEFAULT_APPROVAL_BODY = 'Hermes is waiting for your approval.';
+
+/**
+ * Turns Hermes hook events into notifications, by the seed's rules:
+ * - replies wait for their turn's end, so a failed turn sends only its failure notice;
+ * - subagents (child sessions) send nothing of their own, and a delegated task that ends while its
+ *   parent's turn still runs is part of that turn's reply;
+ * - silent replies and muted cron jobs send nothing; reply sources the user turned off send no reply.
+ * Hooks only enqueue: nothing here waits on the network, except a held clarify call.
+ */
+export class Notifier {
+  private readonly profiles = new Map<string, ProfileState>();
+
+  constructor(private readonly ports: NotifierPorts) {}
+
+  private state(profile: ProfileScope): ProfileState {
+    let state = this.profiles.get(profile.home);
+    if (!state) {
+      state = { children: new Set(), runningTurns: new Map(), heldReplies: new Map() };
+      this.profiles.set(profile.home, state);
+    }
+    return state;
+  }
+
+  async handle(profile: ProfileScope, payload: HookPayload): Promise<HookAnswer> {
+    const state = this.state(profile);
+    const sessionId = hookString(payload, 'session_id') ?? '';
+    switch (payload.hook_event_name) {
+      case 'pre_llm_call': {
+        if (sessionId) state.runningTurns.set(sessionId, this.ports.clock.now());
+        const note = voicePersonaNote(hookArg(payload, 'conversation_history'), hookArg(payload, 'user_message'));
+        return note ? { context: note } : null;
+      }
+      case 'post_llm_call':
+        await this.onReply(profile, state, payload, sessionId);
+        return null;
+      case 'on_session_end':
+        await this.onTurnEnd(profile, state, payload, sessionId);
+        return null;
+      case 'pre_approval_request':
+        await this.onApproval(profile, payload);
+        return null;
+      case 'post_approval_response': {
+        const key = hookString(payload, 'session_key');
+        if (key) this.ports.approvals.answered(profile, key);
+        return null;
+      }
+      case 'subagent_start': {
+        const child = hookString(payload, 'child_session_id');
+        if (child) state.children.add(child);
+        return null;
+      }
+      case 'subagent_stop':
+        await this.onSubagentStop(profile, state, payload);
+        return null;
+      case 'pre_tool_call':
+        if (payload.tool_name !== 'clarify') return null;
+        return this.ports.clarify.ask(profile, payload, state.children.has(sessionId));
+      case 'post_tool_call':
+        if (payload.tool_name === 'clarify') this.ports.clarify.settledNatively(profile, payload);
+        return null;
+      default:
+        return null;
+    }
+  }
+
+  /** Sends replies whose turn never reported its end within the hold. Called by a timer. */
+  flushDueReplies(): void {
+    const now = this.ports.clock.now();
+    for (const state of this.profiles.values()) {
+      for (const [sessionId, held] of state.heldReplies) {
+        if (held.sendAt > now) continue;
+        state.heldReplies.delete(sessionId);
+        this.ports.enqueue(held.profile, held.event);
+      }
+    }
+  }
+
+  private async titled(profile: ProfileScope, type: NotificationType, sessionId: string): Promise<string | undefined> {
+    if (!sessionId) return undefined;
+    let title: string | null = null;
+    try {
+      title = await this.ports.sessionTitle(profile, sessionId);
+    } catch {
+      title = null; // an unreadable session store leaves the generic copy
+    }
+    return notificationTitle(type, title, profile.name);
+  }
+
+  private event(
+    profile: ProfileScope,
+    type: NotificationType,
+    id: string,
+    fields: { sessionId?: string; title?: string | undefined; body?: string; decision?: NotificationEvent['decision'] },
+  ): NotificationEvent {
+    return buildEvent({
+      eventId: id,
+      type,
+      pluginVersion: this.ports.pluginVersion,
+      profile: profile.name,
+      sessionId: fields.sessionId,
+      title: fields.title,
+      body: fields.body,
+      decision: fields.decision,
+    });
+  }
+
+  private async cronMuted(profile: ProfileScope, payload: HookPayload, sessionId: string): Promise<boolean> {
+    const job = cronJobId(hookString(payload, 'task_id'), sessionId);
+    return job !== null && (await this.ports.isCronMuted(profile, job));
+  }
+
+  private async onReply(profile: ProfileScope, state: ProfileState, payload: HookPayload, sessionId: string) {
+    if (!sessionId || state.children.has(sessionId)) return;
+    const reply = hookString(payload, 'assistant_response') ?? '';
+    const job = cronJobId(hookString(payload, 'task_id'), sessionId);
+    if (!reply.trim() || isSilentReply(reply)) return;
+    if (job !== null && (isCronSilent(reply) || (await this.ports.isCronMuted(profile, job)))) return;
+    if (job === null) {
+      const source = replySourceOf(hookString(payload, 'platform'));
+      if (source && !(await this.ports.isReplySourceOn(profile, source))) return;
+    }
+    const turnId = hookString(payload, 'turn_id');
+    const event = this.event(profile, 'response.ready', eventId('response', turnId, sessionId), {
+      sessionId,
+      title: await this.titled(profile, 'response.ready', sessionId),
+      body: plainText(reply),
+    });
+    // The turn may still fail after its last model call; the reply goes out only once it ends well.
+    state.heldReplies.set(sessionId, { profile, event, sendAt: this.ports.clock.now() + this.ports.replyHoldMs });
+  }
+
+  private async onTurnEnd(profile: ProfileScope, state: ProfileState, payload: HookPayload, sessionId: string) {
+    if (!sessionId) return;
+    state.runningTurns.delete(sessionId);
+    const held = state.heldReplies.get(sessionId);
+    state.heldReplies.delete(sessionId);
+    if (state.children.has(sessionId)) return;
+    if (hookBool(payload, 'completed')) {
+      if (held) this.ports.enqueue(profile, held.event);
+      return;
+    }
+    if (hookBool(payload, 'interrupted')) return; // the user stopped it: no reply, no failure notice
+    if (await this.cronMuted(profile, payload, sessionId)) return;
+    const turnId = hookString(payload, 'turn_id');
+    this.ports.enqueue(
+      profile,
+      this.event(profile, 'turn.failed', eventId('failure', turnId, sessionId), {
+        sessionId,
+        title: await this.titled(profile, 'turn.failed', sessionId),
+      }),
+    );
+  }
+
+  private async onApproval(profile: ProfileScope, payload: HookPayload) {
+    if (hookString(payload, 'surface') === 'smart') return; // Hermes' smart approval decides itself
+    const sessionKey = hookString(payload, 'session_key') ?? '';
+    const description = hookString(payload, 'description') ?? '';
+    const turnId = hookString(payload, 'turn_id') || crypto.randomUUID().replace(/-/g, '');
+    const id = eventId(
+      'approval',
+      sessionKey,
+      turnId,
+      hookString(payload, 'pattern_key'),
+      hookString(payload, 'command'),
+    );
+    const sessionId = sessionKey || (hookString(payload, 'session_id') ?? '');
+    this.ports.enqueue(
+      profile,
+      this.event(profile, 'approval.needed', id, {
+        sessionId,
+        title: await this.titled(profile, 'approval.needed', hookString(payload, 'session_id') ?? sessionId),
+        body: description.trim() || DEFAULT_APPROVAL_BODY,
+        decision: approvalDecision(sessionKey, description),
+      }),
+    );
+    if (sessionKey) this.ports.approvals.raised(profile, payload);
+  }
+
+  private async onSubagentStop(profile: ProfileScope, state: ProfileState, payload: HookPayload) {
+    const child = hookString(payload, 'child_session_id') ?? '';
+    state.children.delete(child);
+    const parent = hookString(payload, 'parent_session_id') ?? '';
+    if (!parent || state.children.has(parent)) return;
+    // Still inside the parent's turn: the result is part of that turn's reply.
+    if (state.runningTurns.has(parent)) return;
+    const status = hookString(payload, 'child_status')?.trim() || 'finished';
+    const summary = hookString(payload, 'child_summary') ?? '';
+    this.ports.enqueue(
+      profile,
+      this.event(
+        profile,
+        'background_task.finished',
+        eventId('subagent', hookString(payload, 'parent_turn_id'), child, status),
+        {
+          sessionId: parent,
+          title: await this.titled(profile, 'background_task.finished', parent),
+          body: summary.trim() ? plainText(summary) : `A delegated task ${status}.`,
+        },
+      ),
+    );
+  }
+}
+
+export { clarificationText };

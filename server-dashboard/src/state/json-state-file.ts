@@ -1,0 +1,65 @@
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { z } from 'zod';
+
+/** A state file that exists but cannot be read as its schema; reported, never overwritten. */
+export class CorruptStateError extends Error {
+  constructor(readonly file: string) {
+    super(`${path.basename(file)} is not valid; fix or remove it (it was left unchanged)`);
+    this.name = 'CorruptStateError';
+  }
+}
+
+/**
+ * A small JSON settings file in a profile home (mode 0600, written to a temp file and renamed).
+ * Writes to one file are serialised in this process; this service is the file's only writer.
+ */
+export class JsonStateFile<T> {
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly file: string,
+    private readonly schema: z.ZodType<T>,
+    private readonly empty: () => T,
+  ) {}
+
+  /** The current value; the empty value when the file does not exist. */
+  async read(): Promise<T> {
+    let text: string;
+    try {
+      text = await readFile(this.file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return this.empty();
+      throw error;
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new CorruptStateError(this.file);
+    }
+    const parsed = this.schema.safeParse(json);
+    if (!parsed.success) throw new CorruptStateError(this.file);
+    return parsed.data;
+  }
+
+  /** Reads, changes and writes under this file's in-process lock; a corrupt file is left alone. */
+  update(change: (current: T) => T): Promise<T> {
+    const next = this.chain.then(async () => {
+      const value = change(await this.read());
+      await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
+      const tmp = `${this.file}.${process.pid}.tmp`;
+      try {
+        await writeFile(tmp, JSON.stringify(value) + '\n', { mode: 0o600 });
+        await chmod(tmp, 0o600);
+        await rename(tmp, this.file);
+      } catch (error) {
+        await rm(tmp, { force: true });
+        throw error;
+      }
+      return value;
+    });
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+}

@@ -1,0 +1,113 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A small relay for host tests, speaking spec/relay/API.md's gateway wire: POST /v1/events (202
+ * {accepted, delivered} or 200 {accepted, duplicate} by gateway-scoped event id), GET and DELETE
+ * /v1/decisions/:id with the documented poll shapes. Tests script failures and answer decisions as
+ * a phone would. (The e2e test uses the real relay.)
+ */
+export interface RecordedEvent {
+  authorization: string | undefined;
+  userAgent: string | undefined;
+  body: Record<string, unknown>;
+}
+
+interface Decision {
+  questions: string[];
+  answers: Record<string, string>;
+  scalarAnswer?: string;
+  released: boolean;
+  deliverable: boolean;
+}
+
+export class FakeRelay {
+  readonly events: RecordedEvent[] = [];
+  readonly decisions = new Map<string, Decision>();
+  readonly released: string[] = [];
+  /** Statuses (with bodies) answered to the next POST /v1/events, before accepting normally. */
+  readonly scripted: { status: number; body?: unknown }[] = [];
+  /** When set, event posts wait this long (a slow relay). */
+  delayMs = 0;
+  deliverable = true;
+  private readonly seen = new Set<string>();
+  private server: http.Server | null = null;
+  url = '';
+
+  async start(): Promise<string> {
+    this.server = http.createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+  }
+
+  /** Answers a parked decision as the phone does (per qid for a batch). */
+  answer(requestId: string, answers: Record<string, string> | string): void {
+    const decision = this.decisions.get(requestId);
+    if (!decision) throw new Error(`no decision ${requestId}`);
+    if (typeof answers === 'string') decision.scalarAnswer = answers;
+    else Object.assign(decision.answers, answers);
+  }
+
+  private send(res: http.ServerResponse, status: number, body?: unknown) {
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+    res.end(body === undefined ? '' : JSON.stringify(body));
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const url = new URL(req.url ?? '/', 'http://x');
+    const auth = req.headers.authorization;
+    if (!auth || !/^Bearer [0-9a-f-]+\.[0-9a-f-]+\.[A-Za-z0-9_-]+$/i.test(auth))
+      return this.send(res, 401, { error: 'unauthorized' });
+    if (req.method === 'POST' && url.pathname === '/v1/events') {
+      if (this.delayMs) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
+      this.events.push({ authorization: auth, userAgent: req.headers['user-agent'], body });
+      const scripted = this.scripted.shift();
+      if (scripted) return this.send(res, scripted.status, scripted.body);
+      const id = String(body.event_id);
+      if (this.seen.has(id)) return this.send(res, 200, { accepted: true, duplicate: true });
+      this.seen.add(id);
+      const decision = body.decision as
+        { kind?: string; request_id?: string; questions?: { qid: string }[] } | undefined;
+      if (decision?.kind === 'clarify' && decision.request_id) {
+        this.decisions.set(decision.request_id, {
+          questions: decision.questions?.map((q) => q.qid) ?? [],
+          answers: {},
+          released: false,
+          deliverable: this.deliverable,
+        });
+      }
+      return this.send(res, 202, { accepted: true, delivered: true });
+    }
+    const match = /^\/v1\/decisions\/([A-Za-z0-9_-]{4,128})$/.exec(url.pathname);
+    if (match?.[1]) {
+      const id = match[1];
+      const decision = this.decisions.get(id);
+      if (req.method === 'DELETE') {
+        if (!decision) return this.send(res, 404, { error: 'unknown_decision' });
+        this.released.push(id);
+        decision.released = true;
+        return this.send(res, 200, { status: 'cancelled' });
+      }
+      if (!decision || decision.released) return this.send(res, 200, { status: 'unknown' });
+      if (decision.questions.length === 0) {
+        return decision.scalarAnswer !== undefined
+          ? this.send(res, 200, { status: 'answered', answer: decision.scalarAnswer })
+          : this.send(res, 200, { status: 'pending', deliverable: decision.deliverable });
+      }
+      const remaining = decision.questions.filter((q) => !(q in decision.answers));
+      if (remaining.length === 0)
+        return this.send(res, 200, { status: 'answered', answers: decision.answers, remaining: [] });
+      return this.send(res, 200, { status: 'pending', deliverable: decision.deliverable, remaining, answers: {} });
+    }
+    return this.send(res, 404, { error: 'not_found' });
+  }
+}
