@@ -1,11 +1,66 @@
+import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
+import type { AgentBackend } from './agent/agent-backend.js';
+import type { VoiceDetectorFactory } from './audio/types.js';
+import { CallRegistry } from './calls/call-registry.js';
+import type { CallServices } from './calls/realtime-call.js';
 import type { VoiceConfig } from './config.js';
+import { createLogger, type Logger } from './log.js';
+import { SharedFrameClock, type FrameClock } from './media/frame-clock.js';
+import { providersFromConfig } from './pipeline/providers-from-config.js';
+import type { SpeechToText, TextToSpeech } from './providers/types.js';
+import { callRoutes } from './routes/calls.js';
+import { demoRoutes } from './routes/demo.js';
 import { discoveryRoutes } from './routes/discovery.js';
 
+/** What a test, probe or benchmark may replace; everything else comes from the configuration. */
+export interface GatewayOverrides {
+  agent?: AgentBackend;
+  stt?: SpeechToText;
+  tts?: TextToSpeech;
+  detectorFactory?: VoiceDetectorFactory;
+  clock?: FrameClock;
+  logger?: Logger;
+  nowMs?: () => number;
+  delay?: (ms: number) => Promise<void>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The gateway's live calls (tests and probes read it). */
+    voiceCalls: CallRegistry;
+  }
+}
+
 /** Builds a ready gateway app from its configuration. */
-export async function buildApp(config: VoiceConfig): Promise<FastifyInstance> {
+export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides = {}): Promise<FastifyInstance> {
   const app = Fastify({ logger: false });
+  const logger = overrides.logger ?? createLogger({ debug: config.debug });
+  const providers = await providersFromConfig(config, overrides);
+  const registry = new CallRegistry(config.maxCalls);
+  const services: CallServices = {
+    ...providers,
+    endpointSettings: config.audio.endpoint,
+    trimLeadingSilence: config.audio.ttsTrimLeadingSilence,
+    bargeIn: config.bargeIn,
+    iceServers: config.iceServers,
+    clock: overrides.clock ?? new SharedFrameClock(),
+    logger,
+    randomHex: (bytes) => randomBytes(bytes).toString('hex'),
+    delay: overrides.delay ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+  };
+  app.decorate('voiceCalls', registry);
   discoveryRoutes(app, config);
+  await callRoutes(app, { config, registry, services, nowMs: overrides.nowMs ?? (() => Date.now()) });
+  demoRoutes(app);
+  app.addHook('onClose', async () => registry.closeAll('gateway shutting down'));
   await app.ready();
+  logger.info('gateway_ready', {
+    agent: providers.agent.label,
+    stt: providers.stt.label,
+    tts: providers.tts.label,
+    vad: providers.detectorFactory.backend,
+    max_calls: config.maxCalls,
+  });
   return app;
 }

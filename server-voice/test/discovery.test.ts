@@ -2,13 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVoiceClient } from '@conduit/generated/voice/client';
 import { buildApp } from '../src/app.js';
-import { ConfigError, loadConfig, profileFromHermesHome } from '../src/config.js';
+import { ConfigError, loadConfig, profileFromHermesHome, voiceConfig } from '../src/config.js';
 
 let app: FastifyInstance;
 let baseUrl: string;
 
 beforeAll(async () => {
-  app = await buildApp({ host: '127.0.0.1', port: 0, apiKey: 'test-key', profile: 'kitchen' });
+  app = await buildApp(voiceConfig({ apiKey: 'test-key', profile: 'kitchen' }));
   baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
 });
 afterAll(() => app.close());

@@ -1,7 +1,9 @@
 import type { Surface } from '../route.js';
+import { callOptions, callOptionsAlias, createCall, createCallAlias } from './calls.js';
 import { getDiscovery, discoveryResponse } from './discovery.js';
 
-export { getDiscovery, discoveryResponse };
+export { getDiscovery, discoveryResponse, createCall, createCallAlias, callOptions, callOptionsAlias };
+export * from './events.js';
 
 /** The voice gateway's HTTP signalling surface (the media and events ride WebRTC). */
 export const voiceSurface = {
@@ -9,5 +11,5 @@ export const voiceSurface = {
   title: 'Conduit realtime voice gateway',
   version: '0.1.0',
   description: 'OpenAI-compatible WebRTC signalling for realtime voice with Hermes.',
-  routes: { getDiscovery },
+  routes: { getDiscovery, createCall, createCallAlias, callOptions, callOptionsAlias },
 } satisfies Surface;

@@ -1,0 +1,41 @@
+import type { SessionTool, ToolChoice } from '@conduit/contracts/voice/events';
+
+/** One user turn handed to the agent. */
+export interface AgentTurn {
+  /** One conversation per call: the backend keeps its history or remote session under this key. */
+  sessionKey: string;
+  /** What the user said or typed. */
+  text: string;
+  /** The session instructions (per-turn system prompt). */
+  instructions: string;
+  /** The client function tools the agent may call this turn (already narrowed by `tool_choice`). */
+  tools: readonly SessionTool[];
+  toolChoice: ToolChoice;
+  /** Aborted on cancel, barge-in and hang-up: the backend stops reading and cancels upstream work. */
+  signal: AbortSignal;
+  /** Runs a client function tool; resolves with its output string (the client answered). */
+  callTool: (name: string, args: string) => Promise<string>;
+}
+
+/** Streamed reply text: `delta` appends; `snapshot` replaces the reply so far (text revised at a tool boundary). */
+export type AgentEvent = { type: 'delta'; text: string } | { type: 'snapshot'; text: string };
+
+/** The agent that answers turns: Hermes' API server, an OpenAI-compatible chat endpoint, the echo agent, or a script. */
+export interface AgentBackend {
+  /** Short label for logs and the session (`hermes`, `openai:gpt-4o-mini`, `echo`). Never a credential. */
+  readonly label: string;
+  /** Streams the reply; the generator's return value is the final text. Rejects with `AgentError` on failure. */
+  respond(turn: AgentTurn): AsyncGenerator<AgentEvent, string, void>;
+  /** The call ended: forget its conversation. */
+  endSession(sessionKey: string): void;
+}
+
+export class AgentError extends Error {
+  override readonly name = 'AgentError';
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}

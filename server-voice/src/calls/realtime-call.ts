@@ -1,0 +1,275 @@
+import type { ServerEvent, SessionTool, ToolChoice } from '@conduit/contracts/voice/events';
+import type { RTCDataChannel } from 'werift';
+import type { AgentBackend } from '../agent/agent-backend.js';
+import type { EndpointEvent, EndpointSettings, VoiceDetectorFactory } from '../audio/types.js';
+import { SAMPLE_RATE_HZ } from '../audio/types.js';
+import type { Logger } from '../log.js';
+import { CallPeer } from '../media/call-peer.js';
+import type { FrameClock } from '../media/frame-clock.js';
+import { OpusDecoder, OpusEncoder } from '../media/opus-codec.js';
+import { PacedOutput } from '../media/paced-output.js';
+import { TurnRunner } from '../pipeline/turn-runner.js';
+import { VoiceInput } from '../pipeline/voice-input.js';
+import { RealtimeProtocol, type Recipient } from '../protocol/realtime-protocol.js';
+import type { SpeechToText, TextToSpeech } from '../providers/types.js';
+import type { IceServer } from '../signalling/ice-servers.js';
+
+/** What every call of a gateway shares: providers, the pacing clock, the logger, injected time and randomness. */
+export interface CallServices {
+  agent: AgentBackend;
+  stt: SpeechToText;
+  tts: TextToSpeech;
+  detectorFactory: VoiceDetectorFactory;
+  endpointSettings: EndpointSettings;
+  trimLeadingSilence: boolean;
+  bargeIn: boolean;
+  iceServers: IceServer[];
+  clock: FrameClock;
+  logger: Logger;
+  randomHex: (bytes: number) => string;
+  delay: (ms: number) => Promise<void>;
+}
+
+export interface CallSession {
+  instructions: string;
+  tools: SessionTool[];
+  toolChoice: ToolChoice;
+}
+
+/** Events published before the channel opens wait here (bounded: a client that never opens it cannot grow it). */
+const MAX_EARLY_EVENTS = 256;
+
+/**
+ * One direct WebRTC call: its peer, its events channel and protocol, its paced Opus output, its capture
+ * path and its turn runner. Everything it owns is released by `close()`, which is idempotent and is
+ * reached from hang-up, a failed connection, the lifetime cap and gateway shutdown.
+ */
+export class RealtimeCall {
+  readonly peer: CallPeer;
+  readonly protocol: RealtimeProtocol;
+  readonly output: PacedOutput;
+  private readonly runner: TurnRunner;
+  private readonly input: VoiceInput;
+  private readonly encoder = new OpusEncoder();
+  private readonly decoder = new OpusDecoder();
+  private channel: RTCDataChannel | null = null;
+  private readonly early: string[] = [];
+  private lastInputItem: string | null = null;
+  private transcriptions: Promise<void> = Promise.resolve();
+  private readonly sttController = new AbortController();
+  private closing: Promise<void> | null = null;
+  private lastSequence: number | null = null;
+  /** Inbound packets that failed to decode (a corrupt payload is dropped, never fatal). */
+  badPackets = 0;
+  private markClosed: () => void = () => undefined;
+  /** Resolves once the call is closed and released. */
+  readonly closed = new Promise<void>((resolve) => (this.markClosed = resolve));
+
+  constructor(
+    readonly id: string,
+    readonly identity: string,
+    session: CallSession,
+    private readonly services: CallServices,
+    private readonly onClosed: (call: RealtimeCall, reason: string) => void,
+  ) {
+    const { clock, logger } = services;
+    this.protocol = new RealtimeProtocol({
+      sessionId: id,
+      publish: (event, recipient) => this.publish(event, recipient),
+      callbacks: {
+        onTextInput: (text, _identity, responseId) => this.startTurn(responseId, text),
+        onResponseRequested: (_identity, responseId) =>
+          this.startTurn(responseId, 'Follow the session instructions and respond now.'),
+        onResponseCancelled: () => this.runner.cancel(),
+        onInputAudioState: (muted) => (muted ? this.input.mute() : this.input.unmute()),
+        onClosed: (reason) => void this.close(reason),
+      },
+      instructions: session.instructions,
+      tools: session.tools,
+      toolChoice: session.toolChoice,
+      nowMs: clock.now,
+      randomHex: services.randomHex,
+    });
+    this.output = new PacedOutput(clock, (frame) => this.peer.sendOpus(this.encoder.encode(frame)));
+    this.runner = new TurnRunner({
+      protocol: this.protocol,
+      agent: services.agent,
+      tts: services.tts,
+      output: this.output,
+      sessionKey: id,
+      trimLeadingSilence: services.trimLeadingSilence,
+      onSpeaking: (speaking) => this.input.setPaused(speaking && !services.bargeIn),
+      delay: services.delay,
+      log: (event, fields) => logger.info(event, { call_id: id, ...fields }),
+    });
+    this.input = new VoiceInput(
+      services.detectorFactory,
+      services.endpointSettings,
+      () => Math.round(clock.now() * 1000),
+      (events) => this.onEndpoint(events),
+    );
+    this.peer = new CallPeer(
+      { iceServers: services.iceServers, loopbackCandidate: true },
+      {
+        onEventsChannel: (channel) => this.openChannel(channel),
+        onAudioPayload: (payload, sequence) => this.onAudio(payload, sequence),
+        onConnectionState: (state) => {
+          if (state === 'failed' || state === 'closed' || state === 'disconnected')
+            void this.close(`connection ${state}`);
+        },
+      },
+    );
+  }
+
+  /** Applies the offer; the answer carries every host candidate (non-trickle). */
+  async answer(offerSdp: string): Promise<string> {
+    const answer = await this.peer.answer(offerSdp);
+    this.output.start();
+    return answer;
+  }
+
+  private publish(event: ServerEvent, _recipient: Recipient): void {
+    // One client per direct call: targeted and broadcast events both go to it.
+    const text = JSON.stringify(event);
+    if (event.type === 'error') this.services.logger.info('client_error', { call_id: this.id, code: event.error.code });
+    const channel = this.channel;
+    if (channel && channel.readyState === 'open') {
+      try {
+        channel.send(text);
+      } catch {
+        void this.close('events channel failed');
+      }
+    } else if (this.early.length < MAX_EARLY_EVENTS) {
+      this.early.push(text);
+    }
+  }
+
+  private openChannel(channel: RTCDataChannel): void {
+    if (this.channel) return;
+    this.channel = channel;
+    channel.onMessage.subscribe((message) => this.protocol.handleClientMessage(message, this.identity));
+    channel.stateChanged.subscribe((state) => {
+      if (state === 'closed') void this.close('events channel closed');
+    });
+    for (const text of this.early.splice(0)) channel.send(text);
+    this.protocol.announce(this.identity);
+  }
+
+  private onAudio(payload: Buffer, sequence: number): void {
+    // Late duplicates and reordered stragglers are dropped: the endpointer needs audio in capture order.
+    if (this.lastSequence !== null) {
+      const ahead = (sequence - this.lastSequence) & 0xffff;
+      if (ahead === 0 || ahead > 0x8000) return;
+    }
+    this.lastSequence = sequence;
+    let pcm: Int16Array;
+    try {
+      pcm = this.decoder.decode(payload);
+    } catch {
+      this.badPackets += 1;
+      return;
+    }
+    this.input.push(pcm);
+  }
+
+  private onEndpoint(events: EndpointEvent[]): void {
+    for (const event of events) {
+      switch (event.type) {
+        case 'calibrated':
+          this.services.logger.info('vad_calibrated', { call_id: this.id, noise_rms: Math.round(event.noiseRms) });
+          break;
+        case 'speech_started': {
+          const active = this.protocol.activeResponseId;
+          if (active && this.services.bargeIn) {
+            // Barge-in: the user talks over the reply, so it stops now.
+            this.runner.cancel();
+            this.protocol.cancelResponse(active);
+          }
+          this.protocol.speechStarted(event.audioStartUs / 1000);
+          break;
+        }
+        case 'speech_stopped':
+          this.lastInputItem = this.protocol.speechStopped(event.atUs / 1000);
+          this.services.logger.info('endpoint', { call_id: this.id, at_ms: Math.round(event.atUs / 1000) });
+          break;
+        case 'utterance': {
+          const itemId = this.lastInputItem;
+          if (itemId) this.transcribe(itemId, event.pcm);
+          break;
+        }
+        case 'input_audio_too_long':
+          this.protocol.inputAudioOverflow(this.identity);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  /** Transcriptions run one after another so turns start in speaking order. */
+  private transcribe(itemId: string, pcm: Int16Array): void {
+    this.transcriptions = this.transcriptions.then(async () => {
+      let transcript = '';
+      const started = this.services.clock.now();
+      try {
+        transcript = (
+          await this.services.stt.transcribe(
+            { pcm, sampleRateHz: SAMPLE_RATE_HZ },
+            { signal: this.sttController.signal },
+          )
+        ).trim();
+      } catch (error) {
+        if (this.closing) return;
+        this.services.logger.warn('transcription_failed', {
+          call_id: this.id,
+          error: error instanceof Error ? error.name : 'unknown',
+        });
+      }
+      if (this.closing) return;
+      this.services.logger.info('transcribed', {
+        call_id: this.id,
+        item_id: itemId,
+        ms: Math.round(this.services.clock.now() - started),
+        chars: transcript.length,
+      });
+      this.services.logger.debugText('transcript', { call_id: this.id, item_id: itemId, transcript });
+      this.protocol.userTranscript(itemId, transcript);
+      if (!transcript) return;
+      const active = this.protocol.activeResponseId;
+      if (active) {
+        // A new spoken turn supersedes a reply still in progress.
+        this.runner.cancel();
+        this.protocol.cancelResponse(active);
+      }
+      this.startTurn(this.protocol.openResponse(this.identity), transcript);
+    });
+  }
+
+  private startTurn(responseId: string, text: string): void {
+    this.services.logger.debugText('turn_text', { call_id: this.id, response_id: responseId, text });
+    this.runner.start(responseId, text);
+  }
+
+  /** Releases everything the call owns. Safe to call any number of times. */
+  close(reason: string): Promise<void> {
+    this.closing ??= (async () => {
+      this.services.logger.info('call_closed', { call_id: this.id, reason });
+      this.runner.cancel();
+      this.protocol.close();
+      this.sttController.abort();
+      this.input.close();
+      this.output.stop();
+      this.services.agent.endSession(this.id);
+      try {
+        await this.peer.close();
+      } catch {
+        // Already closed by the remote side.
+      }
+      this.encoder.close();
+      this.decoder.close();
+      this.onClosed(this, reason);
+      this.markClosed();
+    })();
+    return this.closing;
+  }
+}

@@ -1,0 +1,102 @@
+import { FRAME_SAMPLES } from '../audio/types.js';
+import type { FrameClock } from './frame-clock.js';
+
+/** At most this many 20 ms frames (500 ms) wait ahead of the sender. */
+export const MAX_QUEUED_FRAMES = 25;
+
+/** Where a paced frame goes: the Opus encoder and RTP packetizer of a call (or a test's recorder). */
+export type FrameSink = (frame: Int16Array, info: { silent: boolean; deadlineMs: number }) => void;
+
+const SILENCE = new Int16Array(FRAME_SAMPLES);
+
+/**
+ * The outbound audio of one call: a bounded queue of 20 ms speech frames drained by the shared frame clock,
+ * one frame per tick, and a silent frame on every tick with nothing queued — so the receiver's media clock
+ * never stops between replies or clauses. Producers wait for room (backpressure keeps at most 500 ms
+ * ahead); `clear()` drops queued speech at once and releases waiting producers, who then give up.
+ */
+export class PacedOutput {
+  private readonly queue: Int16Array[] = [];
+  private readonly waiters: (() => void)[] = [];
+  private drainWaiters: (() => void)[] = [];
+  private generation = 0;
+  private unsubscribe: (() => void) | null = null;
+  /** Frames of speech sent since creation (silence excluded). */
+  speechFramesSent = 0;
+  onFirstSpeechFrameSent: (() => void) | null = null;
+
+  constructor(
+    private readonly clock: FrameClock,
+    private readonly sink: FrameSink,
+  ) {}
+
+  start(): void {
+    this.unsubscribe ??= this.clock.subscribe((deadlineMs) => this.tick(deadlineMs));
+  }
+
+  stop(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    this.clear();
+  }
+
+  get queuedFrames(): number {
+    return this.queue.length;
+  }
+
+  /** The current generation; a producer passes it back so a `clear()` in between cancels its write. */
+  get epoch(): number {
+    return this.generation;
+  }
+
+  /**
+   * Queues one frame of speech, waiting while 500 ms are already queued. Resolves false (frame dropped) when
+   * `clear()` ran since `epoch` was read.
+   */
+  async write(frame: Int16Array, epoch: number): Promise<boolean> {
+    if (frame.length !== FRAME_SAMPLES) throw new RangeError(`frames are ${FRAME_SAMPLES} samples`);
+    while (this.queue.length >= MAX_QUEUED_FRAMES && epoch === this.generation) {
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+    if (epoch !== this.generation) return false;
+    this.queue.push(frame);
+    return true;
+  }
+
+  /** Drops every queued frame now and wakes blocked producers (who see the new epoch and stop). */
+  clear(): void {
+    this.generation += 1;
+    this.queue.length = 0;
+    this.wake();
+    this.settleDrain();
+  }
+
+  /** Resolves once the queue is empty (immediately when it already is). */
+  drained(): Promise<void> {
+    if (this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  private wake(): void {
+    for (const waiter of this.waiters.splice(0)) waiter();
+  }
+
+  private settleDrain(): void {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const waiter of waiters) waiter();
+  }
+
+  private tick(deadlineMs: number): void {
+    const frame = this.queue.shift();
+    if (frame) {
+      this.sink(frame, { silent: false, deadlineMs });
+      this.speechFramesSent += 1;
+      if (this.speechFramesSent === 1) this.onFirstSpeechFrameSent?.();
+      this.wake();
+      if (this.queue.length === 0) this.settleDrain();
+    } else {
+      this.sink(SILENCE, { silent: true, deadlineMs });
+    }
+  }
+}

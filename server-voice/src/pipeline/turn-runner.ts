@@ -1,0 +1,196 @@
+import type { SessionTool, ToolChoice } from '@conduit/contracts/voice/events';
+import type { AgentBackend } from '../agent/agent-backend.js';
+import type { PacedOutput } from '../media/paced-output.js';
+import type { RealtimeProtocol } from '../protocol/realtime-protocol.js';
+import type { TextToSpeech } from '../providers/types.js';
+import { ReplySpeaker } from './reply-speaker.js';
+import { ClauseSplitter, prepareSpeechText } from './speech-text.js';
+
+/** After playout drains, capture stays paused this long so the tail of our own speech is not heard as the user. */
+export const ECHO_GUARD_MS = 750;
+
+export interface TurnRunnerOptions {
+  protocol: RealtimeProtocol;
+  agent: AgentBackend;
+  tts: TextToSpeech;
+  output: PacedOutput;
+  /** The agent conversation of this call. */
+  sessionKey: string;
+  trimLeadingSilence: boolean;
+  /** The gateway starts/stops speaking (capture pauses while it speaks unless barge-in is on). */
+  onSpeaking: (speaking: boolean) => void;
+  /** Waits `ms` (injected so tests do not sleep). */
+  delay: (ms: number) => Promise<void>;
+  log: (event: string, fields: Record<string, unknown>) => void;
+}
+
+interface ActiveTurn {
+  controller: AbortController;
+  speaker: ReplySpeaker;
+}
+
+/** The client tools a turn may use under the session's `tool_choice`. */
+export function toolsForChoice(tools: readonly SessionTool[], choice: ToolChoice): SessionTool[] {
+  if (choice === 'none') return [];
+  if (typeof choice === 'object') return tools.filter((tool) => tool.name === choice.name);
+  return [...tools];
+}
+
+/**
+ * Runs one turn at a time for a call: streams the agent's reply into captions and clause-by-clause speech,
+ * routes client function calls through the protocol, applies the speech fallback rules, and completes the
+ * response. `cancel()` (response.cancel, barge-in, a newer turn, hang-up) stops the agent and the speech at
+ * once and drops queued audio.
+ */
+export class TurnRunner {
+  private active: ActiveTurn | null = null;
+
+  constructor(private readonly options: TurnRunnerOptions) {}
+
+  get busy(): boolean {
+    return this.active !== null;
+  }
+
+  /** Starts a turn for an already opened response. Never throws; failures become `response.done` failed. */
+  start(responseId: string, text: string): void {
+    this.cancel();
+    const controller = new AbortController();
+    const turn: ActiveTurn = { controller, speaker: this.newSpeaker(responseId) };
+    this.active = turn;
+    void this.run(turn, responseId, text).finally(() => {
+      if (this.active === turn) this.active = null;
+    });
+  }
+
+  /** Stops the current turn's agent and speech now and drops queued audio. The protocol reports the cancellation. */
+  cancel(): void {
+    const turn = this.active;
+    if (!turn) return;
+    this.active = null;
+    turn.controller.abort();
+    turn.speaker.abort();
+    this.options.output.clear();
+    this.options.onSpeaking(false);
+  }
+
+  private newSpeaker(responseId: string): ReplySpeaker {
+    return new ReplySpeaker({
+      tts: this.options.tts,
+      output: this.options.output,
+      trimLeadingSilence: this.options.trimLeadingSilence,
+      onFirstAudio: () => {
+        this.options.onSpeaking(true);
+        this.options.protocol.audioStarted(responseId);
+      },
+    });
+  }
+
+  private async run(turn: ActiveTurn, firstResponseId: string, text: string): Promise<void> {
+    const { protocol, agent, log } = this.options;
+    const signal = turn.controller.signal;
+    let responseId = firstResponseId;
+    let caption = '';
+    /** What has been handed to speech, so a snapshot that extends it speaks only the new part. */
+    let spokenSource = '';
+    const splitter = new ClauseSplitter();
+    const say = (delta: string) => {
+      spokenSource += delta;
+      for (const clause of splitter.push(delta)) {
+        const spoken = prepareSpeechText(clause);
+        if (spoken) turn.speaker.say(spoken);
+      }
+    };
+    const callTool = async (name: string, args: string): Promise<string> => {
+      const allowed = toolsForChoice(protocol.sessionTools, protocol.currentToolChoice).some((t) => t.name === name);
+      if (!allowed) return JSON.stringify({ error: `tool ${name} is not available in this session` });
+      // The spoken part before the call finishes first; the call then completes this response.
+      for (const clause of splitter.flush()) turn.speaker.say(prepareSpeechText(clause));
+      await this.settleSpeech(turn, responseId);
+      const result = await protocol.requestClientTool(responseId, name, args);
+      if (signal.aborted) throw new Error('cancelled');
+      responseId = result.responseId;
+      caption = '';
+      spokenSource = '';
+      turn.speaker = this.newSpeaker(responseId);
+      return result.output;
+    };
+    try {
+      const reply = agent.respond({
+        sessionKey: this.options.sessionKey,
+        text,
+        instructions: protocol.currentInstructions,
+        tools: toolsForChoice(protocol.sessionTools, protocol.currentToolChoice),
+        toolChoice: protocol.currentToolChoice,
+        signal,
+        callTool,
+      });
+      let finalText: string;
+      for (;;) {
+        const step = await reply.next();
+        if (signal.aborted) return;
+        if (step.done) {
+          finalText = step.value;
+          break;
+        }
+        if (step.value.type === 'delta') {
+          caption += step.value.text;
+          say(step.value.text);
+        } else {
+          caption = step.value.text;
+          if (caption.startsWith(spokenSource)) say(caption.slice(spokenSource.length));
+          else {
+            // Revised text: what was spoken stays spoken; the revision is shown, and only new text is read.
+            splitter.reset();
+            spokenSource = caption;
+          }
+        }
+        protocol.caption(responseId, caption);
+      }
+      if (finalText.startsWith(spokenSource)) say(finalText.slice(spokenSource.length));
+      for (const clause of splitter.flush()) {
+        const spoken = prepareSpeechText(clause);
+        if (spoken) turn.speaker.say(spoken);
+      }
+      let outcome = await turn.speaker.finish();
+      if (signal.aborted) return;
+      if (outcome.status === 'failed_before_audio') {
+        // Nothing was heard yet, so the whole reply may be synthesized again in one piece.
+        log('tts_fallback_whole_reply', { responseId });
+        turn.speaker = this.newSpeaker(responseId);
+        const whole = prepareSpeechText(finalText);
+        if (whole) turn.speaker.say(whole);
+        outcome = await turn.speaker.finish();
+        if (signal.aborted) return;
+      }
+      if (outcome.status === 'failed_before_audio') {
+        log('tts_failed', { responseId });
+        protocol.failResponse(responseId);
+        return;
+      }
+      if (outcome.status === 'failed_after_audio') log('tts_failed_after_audio', { responseId });
+      protocol.completeResponse(responseId, finalText);
+      await this.finishPlayout(turn, responseId);
+    } catch (error) {
+      if (signal.aborted) return;
+      log('turn_failed', { responseId, error: error instanceof Error ? error.name : 'unknown' });
+      turn.speaker.abort();
+      protocol.failResponse(responseId);
+      await this.finishPlayout(turn, responseId);
+    }
+  }
+
+  /** Before a tool call: let already queued speech play out, then report the buffer stopped. */
+  private async settleSpeech(turn: ActiveTurn, responseId: string): Promise<void> {
+    await turn.speaker.finish();
+    await this.finishPlayout(turn, responseId);
+  }
+
+  private async finishPlayout(turn: ActiveTurn, responseId: string): Promise<void> {
+    if (!turn.speaker.audible || turn.controller.signal.aborted) return;
+    await this.options.output.drained();
+    if (turn.controller.signal.aborted) return;
+    this.options.protocol.audioStopped(responseId);
+    await this.options.delay(ECHO_GUARD_MS);
+    if (!turn.controller.signal.aborted) this.options.onSpeaking(false);
+  }
+}
