@@ -1,0 +1,105 @@
+/**
+ * Connector configuration (PROTOCOL.md §1). Profile scoped: the environment wins over the profile's
+ * `gateway.platforms.relayapp.extra` map in config.yaml. Every bound lives in the table below with
+ * its default and variable; a bad value fails boot with a message naming the variable.
+ */
+import path from 'node:path';
+import { normalizeRelayBaseUrl, PRODUCTION_BASE_URL, RelayBaseUrlError, type RelayOrigin } from './base-url.js';
+
+export class MessengerConfigError extends Error {
+  override name = 'MessengerConfigError';
+}
+
+export type ReplyToMode = 'off' | 'first' | 'all' | 'auto';
+export type GroupChatPolicy = 'mentions' | 'all';
+
+export interface MessengerConfig {
+  /** Bearer for REST and the WebSocket upgrade. Never logged, never written. */
+  agentToken: string;
+  relay: RelayOrigin;
+  /** Contact ids allowed to start turns; empty means every reachable Contact. */
+  allowedContacts: ReadonlySet<string>;
+  stateDir: string;
+  replyToMode: ReplyToMode;
+  groupChatPolicy: GroupChatPolicy;
+  homeChat: string | null;
+  homeChatName: string | null;
+  hermes: { baseUrl: string; apiKey: string | null; profile: string | null };
+}
+
+/** `extra` keys of `gateway.platforms.relayapp` in the profile's config.yaml. */
+export type ProfileExtra = Record<string, unknown>;
+
+function pick(
+  env: NodeJS.ProcessEnv,
+  extra: ProfileExtra,
+  envNames: string[],
+  extraKeys: string[],
+): string | undefined {
+  for (const name of envNames) {
+    const v = env[name];
+    if (v !== undefined && v !== '') return v;
+  }
+  for (const key of extraKeys) {
+    const v = extra[key];
+    if (typeof v === 'string' && v !== '') return v;
+    if (Array.isArray(v)) return v.filter((x): x is string => typeof x === 'string').join(',');
+  }
+  return undefined;
+}
+
+/**
+ * Reads the configuration. `profileHome` is the Hermes profile home (`$HERMES_HOME`), the default
+ * parent of the state directory so every profile has its own inbox.
+ */
+export function readMessengerConfig(
+  env: NodeJS.ProcessEnv,
+  profileHome: string,
+  extra: ProfileExtra = {},
+): MessengerConfig {
+  const agentToken = pick(env, extra, ['RELAY_AGENT_TOKEN'], ['token']);
+  if (agentToken === undefined || agentToken.trim() === '') {
+    throw new MessengerConfigError('RELAY_AGENT_TOKEN is required');
+  }
+  const rawBase = pick(env, extra, ['RELAY_BASE_URL', 'RELAY_API_URL'], ['base_url', 'api_url']);
+  let relay: RelayOrigin;
+  try {
+    // Only an unset value takes the production default; a set but invalid one fails closed.
+    relay = normalizeRelayBaseUrl(rawBase ?? PRODUCTION_BASE_URL);
+  } catch (err) {
+    if (err instanceof RelayBaseUrlError) throw new MessengerConfigError(`RELAY_BASE_URL: ${err.message}`);
+    throw err;
+  }
+  const allowed = (pick(env, extra, ['RELAY_ALLOWED_CONTACTS'], ['allowed_contacts']) ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  const replyToMode = (pick(env, extra, ['RELAY_REPLY_TO_MODE'], ['reply_to_mode']) ?? 'auto').trim().toLowerCase();
+  if (!['off', 'first', 'all', 'auto'].includes(replyToMode)) {
+    throw new MessengerConfigError('RELAY_REPLY_TO_MODE must be off, first, all or auto');
+  }
+  // An unknown group policy means "mentions": the quieter choice, as the reference adapter does.
+  const policyRaw = (pick(env, extra, ['RELAY_GROUP_CHAT_POLICY'], ['group_chat_policy']) ?? 'mentions').trim();
+  const groupChatPolicy: GroupChatPolicy = policyRaw.toLowerCase() === 'all' ? 'all' : 'mentions';
+  const stateDir = path.resolve(
+    pick(env, extra, ['RELAY_STATE_DIR'], ['state_dir']) ?? path.join(profileHome, 'relay'),
+  );
+  const homeChannel = extra['home_channel'];
+  const homeChat = pick(env, {}, ['RELAY_HOME_CHAT'], []) ?? (typeof homeChannel === 'string' ? homeChannel : null);
+  const hermesBase = env['HERMES_API_URL'] ?? `http://127.0.0.1:${env['API_SERVER_PORT'] ?? '8642'}`;
+  return {
+    agentToken,
+    relay,
+    allowedContacts: new Set(allowed),
+    stateDir,
+    replyToMode: replyToMode as ReplyToMode,
+    groupChatPolicy,
+    homeChat: homeChat ?? null,
+    homeChatName: env['RELAY_HOME_CHAT_NAME'] ?? null,
+    hermes: {
+      baseUrl: hermesBase.replace(/\/+$/, ''),
+      apiKey: env['API_SERVER_KEY'] ?? null,
+      profile: env['HERMES_PROFILE'] ?? null,
+    },
+  };
+}

@@ -1,0 +1,410 @@
+/**
+ * The inbox processor: takes pending rows in arrival order, decides at intake whether a row becomes
+ * a Hermes turn (PROTOCOL.md §5, §7), runs turns one at a time per chat, sends the replies with
+ * Idempotency-Keys derived from the inbound event (§8), and settles a row only when the turn that
+ * consumed it ended successfully. A failure returns the row to pending one second later.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { messageEvent, reactionEvent, type MessageEvent } from '@conduit/contracts/messenger/envelope';
+import { AgentRunFailedError, AgentTurnError, type AgentBackend } from './agent-backend.js';
+import type { ChatIndex } from './chat-index.js';
+import type { Clock, Logger } from './clock.js';
+import type { GroupChatPolicy, ReplyToMode } from './config.js';
+import type { Inbox, InboxRow } from './inbox.js';
+import { approvalChoice, composeInboundText, mentionsAgent, senderOf } from './inbound-text.js';
+import { planReply } from './outbound.js';
+import { RelayApiError, type MessageContent, type RelayApi } from './relay-api.js';
+import { TypingIndicator } from './typing.js';
+
+export const RETRY_DELAY_MS = 1_000;
+/** Rows taken but not settled at once (turns waiting for their chat count too). */
+export const MAX_ROWS_IN_HAND = 64;
+
+export interface ProcessorOptions {
+  inbox: Inbox;
+  api: RelayApi;
+  agent: AgentBackend;
+  index: ChatIndex;
+  clock: Clock;
+  log: Logger;
+  allowedContacts: ReadonlySet<string>;
+  groupChatPolicy: GroupChatPolicy;
+  replyToMode: ReplyToMode;
+  /** Called when the processor must stop for good (e.g. the state binding no longer holds). */
+  onFatal?: (err: Error) => void;
+  /** Directory a `MEDIA:` path in an answer must be inside (unset: media lines are sent as text). */
+  mediaRoot?: string | null;
+}
+
+interface PendingApproval {
+  runId: string;
+  requestId: string | null;
+}
+
+/** Per-turn send context: one Idempotency ordinal per POST, reset for every turn. */
+interface TurnContext {
+  eventId: string;
+  inboundMessageId: string;
+  ordinal: number;
+  paymentOrdinal: number;
+}
+
+type Intake =
+  | { kind: 'ignore'; reason: string }
+  | { kind: 'approval'; chatId: string }
+  | { kind: 'turn'; event: MessageEvent; input: string };
+
+const MEDIA_LINE = /^MEDIA:(\S.*)$/gm;
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+  '.pdf': 'application/pdf',
+  '.mp3': 'audio/mpeg',
+  '.m4a': 'audio/mp4',
+  '.ogg': 'audio/ogg',
+  '.mp4': 'video/mp4',
+  '.txt': 'text/plain',
+};
+
+export class InboxProcessor {
+  private readonly o: ProcessorOptions;
+  private readonly typing: TypingIndicator;
+  private readonly chatChains = new Map<string, Promise<void>>();
+  private readonly approvals = new Map<string, PendingApproval>();
+  private inHand = 0;
+  private running = false;
+  private pumping = false;
+  private wakeAgain = false;
+  private readonly inFlight = new Set<Promise<void>>();
+  private idleWaiters: (() => void)[] = [];
+  /** Rows settled since start (diagnostics, benchmarks). */
+  settled = 0;
+
+  constructor(options: ProcessorOptions) {
+    this.o = options;
+    this.typing = new TypingIndicator(options.api, options.clock);
+  }
+
+  start(): void {
+    this.running = true;
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.allSettled([...this.inFlight]);
+    this.typing.stopAll();
+  }
+
+  /** Takes pending rows while there is room. Re-entrant calls coalesce. */
+  wake(): void {
+    if (!this.running) return;
+    if (this.pumping) {
+      this.wakeAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.wakeAgain = false;
+        while (this.running && this.inHand < MAX_ROWS_IN_HAND) {
+          this.o.inbox.assertBound();
+          const row = this.o.inbox.nextPending();
+          if (row === null) break;
+          this.inHand += 1;
+          const p = this.handle(row).finally(() => {
+            this.inHand -= 1;
+            this.inFlight.delete(p);
+            this.wake();
+            if (this.inFlight.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+          });
+          this.inFlight.add(p);
+        }
+      } while (this.wakeAgain && this.running);
+    } catch (err) {
+      this.o.log.error('relay inbox processor stopped', { error: (err as Error).message });
+      this.running = false;
+      this.o.onFatal?.(err as Error);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Resolves when no row is in hand (tests). */
+  whenIdle(): Promise<void> {
+    if (this.inFlight.size === 0) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  private async handle(row: InboxRow): Promise<void> {
+    try {
+      await this.process(row);
+    } catch (err) {
+      const reason = (err as Error).message;
+      this.o.log.warn('relay event will be retried', {
+        event_id: row.eventId,
+        attempt: row.attemptCount,
+        error: reason,
+      });
+      // The row stays in hand for a second so it is not retaken at once; a crash meanwhile requeues it anyway.
+      await new Promise<void>((resolve) => this.o.clock.setTimeout(resolve, RETRY_DELAY_MS));
+      this.o.inbox.retry(row.eventId, reason, err instanceof AgentRunFailedError);
+    }
+  }
+
+  private async process(row: InboxRow): Promise<void> {
+    const env = row.envelope;
+    switch (env.event_type) {
+      case 'message.received':
+        return this.processMessage(row);
+      case 'message.failed':
+        this.o.log.warn('relay message failed', { event_id: row.eventId, data: env.data });
+        this.o.inbox.ignore(row.eventId, 'message.failed (logged)');
+        return;
+      case 'reaction.added':
+      case 'reaction.removed':
+        return this.processReaction(row);
+      default:
+        this.o.inbox.ignore(row.eventId, `not message.received (${env.event_type})`);
+    }
+  }
+
+  private async processReaction(row: InboxRow): Promise<void> {
+    const parsed = reactionEvent.safeParse(row.envelope.data);
+    if (!parsed.success) return this.o.inbox.ignore(row.eventId, 'invalid reaction payload');
+    const r = parsed.data;
+    const handler = this.o.agent.onReaction;
+    if (handler === undefined) return this.o.inbox.ignore(row.eventId, 'no reaction handler');
+    if (r.is_from_me) return this.o.inbox.ignore(row.eventId, 'own reaction');
+    if (this.o.allowedContacts.size > 0 && !this.o.allowedContacts.has(r.from_handle.id)) {
+      return this.o.inbox.ignore(row.eventId, 'reaction from a contact that is not allowed');
+    }
+    await handler({
+      platform: 'relayapp',
+      event_name: row.envelope.event_type === 'reaction.added' ? 'reaction:added' : 'reaction:removed',
+      reaction: r.custom_emoji ?? r.reaction_type,
+      user_id: r.from_handle.id,
+      item_user_id: null,
+      item_type: 'message',
+      channel_id: r.chat_id,
+      message_ts: r.message_id,
+      team_id: '',
+      event_ts: r.reacted_at,
+      raw_event: row.envelope.data,
+    });
+    this.o.inbox.complete([row.eventId]);
+  }
+
+  /** Intake decisions, in the reference order: payload, direction, allowlist, group addressing, content. */
+  private async intake(row: InboxRow): Promise<Intake> {
+    const parsed = messageEvent.safeParse(row.envelope.data);
+    if (!parsed.success) return { kind: 'ignore', reason: 'invalid message.received payload' };
+    const event = parsed.data;
+    if (event.direction !== 'inbound') return { kind: 'ignore', reason: 'not inbound' };
+    const sender = senderOf(event);
+    if (this.o.allowedContacts.size > 0 && !this.o.allowedContacts.has(sender.id)) {
+      return { kind: 'ignore', reason: 'sender is not in RELAY_ALLOWED_CONTACTS' };
+    }
+    const chatId = event.chat.id;
+    this.o.index.noteChat(chatId, event.chat.is_group);
+    const isGroup = event.chat.is_group === true || this.o.index.groups.has(chatId);
+    if (
+      isGroup &&
+      this.o.groupChatPolicy === 'mentions' &&
+      !mentionsAgent(event) &&
+      !(await this.repliesToOwnMessage(event))
+    ) {
+      return { kind: 'ignore', reason: 'group message does not address this agent' };
+    }
+    const input = composeInboundText(event);
+    if (input.trim() === '') return { kind: 'ignore', reason: 'no readable content' };
+    this.o.index.noteInbound(chatId, event.id, event.sent_at ?? row.envelope.created_at);
+    // Read is explicit and happens here, once the message is accepted for Hermes; a WebSocket ACK
+    // never marks Read. Fire-and-forget: a failed Read must not hold up the turn.
+    this.o.api.markRead(chatId).catch((err: unknown) => {
+      this.o.log.warn('relay mark read failed', { chat_id: chatId, error: (err as Error).message });
+    });
+    if (approvalChoice(input) !== null && this.approvals.has(chatId)) return { kind: 'approval', chatId };
+    return { kind: 'turn', event, input };
+  }
+
+  private async repliesToOwnMessage(event: MessageEvent): Promise<boolean> {
+    const target = event.reply_to?.message_id;
+    if (target === undefined) return false;
+    try {
+      const m = await this.o.api.getMessage(target);
+      return m.chat_id === event.chat.id && m.is_from_me && !m.is_system_message;
+    } catch {
+      return false;
+    }
+  }
+
+  private async processMessage(row: InboxRow): Promise<void> {
+    const intake = await this.intake(row);
+    if (intake.kind === 'ignore') {
+      this.o.inbox.ignore(row.eventId, intake.reason);
+      return;
+    }
+    if (intake.kind === 'approval') {
+      const pending = this.approvals.get(intake.chatId);
+      const choice = approvalChoice(composeInboundText(messageEvent.parse(row.envelope.data)));
+      if (pending !== undefined && choice !== null) {
+        this.approvals.delete(intake.chatId);
+        this.o.inbox.markDispatched(row.eventId);
+        await this.o.agent.approve(pending.runId, choice, pending.requestId);
+      }
+      this.o.inbox.complete([row.eventId]);
+      return;
+    }
+    const chatId = intake.event.chat.id;
+    // One turn at a time per chat, in arrival order; other chats run beside it.
+    const previous = this.chatChains.get(chatId) ?? Promise.resolve();
+    const turn = previous.then(() => this.runTurn(row, intake.event, intake.input));
+    const tail = turn.catch(() => {});
+    this.chatChains.set(chatId, tail);
+    void tail.then(() => {
+      if (this.chatChains.get(chatId) === tail) this.chatChains.delete(chatId);
+    });
+    await turn;
+  }
+
+  private async runTurn(row: InboxRow, event: MessageEvent, input: string): Promise<void> {
+    const chatId = event.chat.id;
+    const ctx: TurnContext = { eventId: row.eventId, inboundMessageId: event.id, ordinal: 0, paymentOrdinal: 0 };
+    // Dispatched is recorded BEFORE Hermes sees the event, so a crash after hand-off is visible.
+    this.o.inbox.markDispatched(row.eventId);
+    this.typing.start(chatId);
+    try {
+      const turn = await this.o.agent.startTurn({
+        // A crash replay re-attaches to the same run; a run Hermes failed is retried as a new one.
+        idempotencyKey:
+          row.failedTurns === 0 ? `relay-turn-${row.eventId}` : `relay-turn-${row.eventId}-retry-${row.failedTurns}`,
+        sessionId: `relayapp:${chatId}`,
+        input,
+      });
+      for await (const ev of turn.events) {
+        if (ev.kind === 'approval') {
+          this.approvals.set(chatId, { runId: turn.runId, requestId: ev.requestId });
+          const text = [
+            'Hermes asks for approval to run:',
+            ev.command,
+            ev.description,
+            'Reply /approve, /approve session, /approve always, or /deny.',
+          ]
+            .filter((l) => l.trim() !== '')
+            .join('\n');
+          await this.send(chatId, { parts: [{ type: 'text', value: text.slice(0, 10_000) }] }, ctx);
+        } else if (ev.kind === 'completed') {
+          this.approvals.delete(chatId);
+          await this.deliver(chatId, event, ev.output, ctx);
+          this.o.inbox.complete([row.eventId]);
+          this.settled += 1;
+          return;
+        } else if (ev.kind === 'failed') {
+          throw new AgentRunFailedError(`Hermes run failed: ${ev.error}`);
+        } else {
+          throw new AgentRunFailedError('Hermes run was cancelled');
+        }
+      }
+      throw new AgentTurnError('Hermes run ended without an outcome');
+    } finally {
+      this.typing.stop(chatId);
+    }
+  }
+
+  private async send(chatId: string, message: MessageContent, ctx: TurnContext): Promise<void> {
+    const key = `reply-${ctx.eventId}-${ctx.ordinal}`;
+    ctx.ordinal += 1;
+    try {
+      await this.o.api.sendMessage(chatId, message, key);
+    } catch (err) {
+      // A refused Message (4xx other than auth) will be refused again: log it and go on so the
+      // rest of the answer still arrives. Auth, rate limits and outages retry the turn.
+      if (err instanceof RelayApiError && (err.kind === 'rejected' || err.kind === 'conflict')) {
+        this.o.log.error('relay refused a reply message', { chat_id: chatId, key, error: err.message });
+        return;
+      }
+      throw err;
+    }
+  }
+
+  /** reply_to for the first Message of an answer (PROTOCOL.md §7). */
+  private replyTarget(event: MessageEvent): MessageContent['reply_to'] | undefined {
+    const sender = senderOf(event);
+    const first = event.parts[0]?.type;
+    const opensWithComponent = first === 'buttons' || first === 'selection';
+    if (sender.kind === 'agent' && !opensWithComponent) return { message_id: event.id };
+    const mode = this.o.replyToMode;
+    if (mode === 'off') return undefined;
+    if (mode === 'first' || mode === 'all') return { message_id: event.id };
+    const isGroup = event.chat.is_group === true || this.o.index.groups.has(event.chat.id);
+    if (isGroup) return { message_id: event.id };
+    // Direct chat, auto: this message started the turn, so the answer reads as a plain reply.
+    return undefined;
+  }
+
+  private async deliver(chatId: string, event: MessageEvent, output: string, ctx: TurnContext): Promise<void> {
+    const mediaPaths: string[] = [];
+    let text = output;
+    if (this.o.mediaRoot) {
+      text = output.replace(MEDIA_LINE, (_m, p: string) => {
+        mediaPaths.push(p.trim());
+        return '';
+      });
+    }
+    const plan = planReply(text);
+    for (const reason of plan.refusals)
+      this.o.log.warn('relay component stayed in the words', { chat_id: chatId, reason });
+    const replyTo = this.replyTarget(event);
+    let first = true;
+    for (const m of plan.messages) {
+      const content: MessageContent = { parts: m.parts };
+      // Only the first batch names the message it answers.
+      if (first && replyTo !== undefined) content.reply_to = replyTo;
+      first = false;
+      await this.send(chatId, content, ctx);
+    }
+    for (const p of mediaPaths) await this.sendMedia(chatId, p, ctx);
+    if (plan.invoice !== null) {
+      // The locked contract (b1e534c0) has no invoice part; the invoice goes out as its Stripe
+      // checkout link, alone and last, so the card's words and link are never lost.
+      await this.send(chatId, { parts: [{ type: 'link', value: plan.invoice.url }] }, ctx);
+    }
+    if (plan.payment !== null) {
+      const key = `payment-request-${ctx.inboundMessageId}-${ctx.paymentOrdinal}`;
+      ctx.paymentOrdinal += 1;
+      let checkoutUrl: string;
+      try {
+        checkoutUrl = await this.o.api.createPaymentRequest(plan.payment, key);
+      } catch (err) {
+        if (err instanceof RelayApiError && err.kind !== 'retryable') {
+          this.o.log.warn('relay refused the payment request; the words stand', {
+            chat_id: chatId,
+            error: err.message,
+          });
+          return;
+        }
+        throw err;
+      }
+      await this.send(chatId, { parts: [{ type: 'payment', checkout_url: checkoutUrl }] }, ctx);
+    }
+  }
+
+  private async sendMedia(chatId: string, file: string, ctx: TurnContext): Promise<void> {
+    const root = path.resolve(this.o.mediaRoot ?? '/');
+    const resolved = path.resolve(file);
+    if (!resolved.startsWith(`${root}${path.sep}`)) {
+      this.o.log.warn('relay media path outside the media root is not sent', { chat_id: chatId });
+      return;
+    }
+    const bytes = await fs.readFile(resolved);
+    const contentType = CONTENT_TYPES[path.extname(resolved).toLowerCase()] ?? 'application/octet-stream';
+    const attachmentId = await this.o.api.uploadAttachment({ filename: path.basename(resolved), contentType, bytes });
+    await this.send(chatId, { parts: [{ type: 'media', attachment_id: attachmentId }] }, ctx);
+  }
+}

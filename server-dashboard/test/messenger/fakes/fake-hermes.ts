@@ -1,0 +1,174 @@
+/**
+ * A fake Hermes API server (spec/hermes/SURFACES.md §1): `POST /v1/runs` with Idempotency-Key
+ * replay (same key and body → the same run, `Idempotency-Replayed: true`; another body → 409
+ * idempotency_key_conflict), `GET /v1/runs/{id}/events` as SSE `data: {json}` frames replaying the
+ * run's journal, `POST /v1/runs/{id}/approval` and `/stop`. Each run follows a script.
+ */
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+type Json = Record<string, unknown>;
+
+export interface FakeRun {
+  id: string;
+  key: string | null;
+  body: Json;
+  input: string;
+  sessionId: string | null;
+  journal: Json[];
+  done: boolean;
+  approvals: Json[];
+  stopped: boolean;
+}
+
+export interface RunControl {
+  emit(event: string, fields?: Json): void;
+  /** Resolves with the next approval body posted for this run. */
+  nextApproval(): Promise<Json>;
+}
+
+export type RunScript = (run: FakeRun, ctl: RunControl) => Promise<void>;
+
+export const echoScript: RunScript = async (run, ctl) => {
+  ctl.emit('message.delta', { delta: 'thinking' });
+  ctl.emit('run.completed', { output: `echo: ${run.input}` });
+};
+
+export class FakeHermes {
+  readonly server: http.Server;
+  readonly runs = new Map<string, FakeRun>();
+  readonly byKey = new Map<string, string>();
+  readonly posts: { key: string | null; replayed: boolean }[] = [];
+  url = '';
+  script: RunScript;
+  private readonly listeners = new Map<string, Set<(e: Json) => void>>();
+  private readonly approvalWaiters = new Map<string, ((b: Json) => void)[]>();
+
+  constructor(
+    private readonly apiKey: string,
+    script: RunScript = echoScript,
+  ) {
+    this.script = script;
+    this.server = http.createServer((req, res) => void this.handle(req, res));
+  }
+
+  async listen(): Promise<string> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.url;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+
+  private json(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    if (req.headers.authorization !== `Bearer ${this.apiKey}`) return this.json(res, 401, { error: 'unauthorized' });
+    const url = new URL(req.url ?? '/', 'http://x');
+    const raw = Buffer.concat(chunks).toString('utf8');
+    if (req.method === 'POST' && url.pathname === '/v1/runs') {
+      let body: Json;
+      try {
+        body = JSON.parse(raw) as Json;
+      } catch {
+        return this.json(res, 400, { error: 'invalid_json' });
+      }
+      if (typeof body['input'] !== 'string') return this.json(res, 400, { error: 'input_required' });
+      const key = typeof req.headers['idempotency-key'] === 'string' ? req.headers['idempotency-key'] : null;
+      if (key !== null) {
+        const existing = this.byKey.get(key);
+        if (existing !== undefined) {
+          const run = this.runs.get(existing);
+          if (run !== undefined && JSON.stringify(run.body) !== JSON.stringify(body)) {
+            return this.json(res, 409, { error: 'idempotency_key_conflict' });
+          }
+          this.posts.push({ key, replayed: true });
+          return this.json(
+            res,
+            202,
+            { run_id: existing, status: run?.done ? 'completed' : 'running' },
+            { 'Idempotency-Replayed': 'true' },
+          );
+        }
+      }
+      const run: FakeRun = {
+        id: `run_${randomUUID()}`,
+        key,
+        body,
+        input: body['input'],
+        sessionId: typeof req.headers['x-hermes-session-id'] === 'string' ? req.headers['x-hermes-session-id'] : null,
+        journal: [],
+        done: false,
+        approvals: [],
+        stopped: false,
+      };
+      this.runs.set(run.id, run);
+      if (key !== null) this.byKey.set(key, run.id);
+      this.posts.push({ key, replayed: false });
+      const ctl: RunControl = {
+        emit: (event, fields = {}) => {
+          const e = { event, run_id: run.id, timestamp: Date.now() / 1000, ...fields };
+          run.journal.push(e);
+          if (event === 'run.completed' || event === 'run.failed' || event === 'run.cancelled') run.done = true;
+          for (const l of this.listeners.get(run.id) ?? []) l(e);
+        },
+        nextApproval: () =>
+          new Promise((resolve) => {
+            const list = this.approvalWaiters.get(run.id) ?? [];
+            list.push(resolve);
+            this.approvalWaiters.set(run.id, list);
+          }),
+      };
+      this.json(res, 202, { run_id: run.id, status: 'queued' });
+      void this.script(run, ctl).catch((err: unknown) => ctl.emit('run.failed', { error: (err as Error).message }));
+      return;
+    }
+    const m = /^\/v1\/runs\/([^/]+)\/(events|approval|stop)$/.exec(url.pathname);
+    const run = m ? this.runs.get(decodeURIComponent(m[1] ?? '')) : undefined;
+    if (m === null || run === undefined) return this.json(res, 404, { error: 'run_not_found' });
+    if (m[2] === 'events' && req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      let n = 0;
+      const write = (e: Json) => {
+        n += 1;
+        res.write(`id: ${n}\ndata: ${JSON.stringify(e)}\n\n`);
+        if (e['event'] === 'run.completed' || e['event'] === 'run.failed' || e['event'] === 'run.cancelled') {
+          res.end(': stream closed\n\n');
+        }
+      };
+      res.write(': keepalive\n\n');
+      for (const e of run.journal) write(e);
+      if (run.done) return;
+      const set = this.listeners.get(run.id) ?? new Set();
+      set.add(write);
+      this.listeners.set(run.id, set);
+      res.on('close', () => set.delete(write));
+      return;
+    }
+    if (m[2] === 'approval' && req.method === 'POST') {
+      const body = JSON.parse(raw || '{}') as Json;
+      run.approvals.push(body);
+      const waiters = this.approvalWaiters.get(run.id) ?? [];
+      waiters.shift()?.(body);
+      return this.json(res, 200, { ok: true });
+    }
+    if (m[2] === 'stop' && req.method === 'POST') {
+      run.stopped = true;
+      return this.json(res, 200, { run_id: run.id, status: 'stopping' });
+    }
+    return this.json(res, 405, { error: 'method_not_allowed' });
+  }
+
+  /** Runs created (not replays). */
+  get createdRuns(): FakeRun[] {
+    return [...this.runs.values()];
+  }
+}
