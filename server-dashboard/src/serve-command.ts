@@ -1,0 +1,37 @@
+import { buildHost } from './app.js';
+import { removeRuntimeFile, writeRuntimeFile } from './bridge/runtime-file.js';
+import { ConfigError } from './config.js';
+import { hostConfigFromEnv } from './host-config.js';
+import { LimitError } from './limits.js';
+
+/**
+ * Runs the host service in the foreground until SIGTERM/SIGINT (`npm run host`, `conduit serve`).
+ * Configuration comes from the environment (see README); a bad value exits 1 naming the variable.
+ */
+export async function run(_argv: string[] = []): Promise<number> {
+  let config;
+  try {
+    config = hostConfigFromEnv();
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof LimitError) {
+      console.error(error.message);
+      return 1;
+    }
+    throw error;
+  }
+  const host = await buildHost(config);
+  const address = await host.app.listen({ host: config.host, port: config.port });
+  const bound = host.app.server.address();
+  const loopbackUrl = `http://127.0.0.1:${typeof bound === 'object' && bound ? bound.port : config.port}`;
+  await writeRuntimeFile(config.stateDir, { url: loopbackUrl, token: host.hookToken, pid: process.pid });
+  config.log.info('host service listening', { address, mode: config.fronting.mode, hermes_home: config.hermesHome });
+  const stateDir = config.stateDir;
+  return new Promise<number>((resolve) => {
+    const stop = () =>
+      void removeRuntimeFile(stateDir)
+        .then(() => host.app.close())
+        .then(() => resolve(0));
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+}

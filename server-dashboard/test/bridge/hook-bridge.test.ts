@@ -1,0 +1,142 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { memoryLogger } from '../../src/log.js';
+import { PERSONA_VOICE_NOTE, VOICE_LIVE_PREFIX } from '../../src/notifier/voice-note.js';
+import { tempHermesHome, testConfig } from '../support/config.js';
+import { FakeRelay } from '../support/fake-relay.js';
+import { runBridge, startHost, stateDirOf } from '../support/host.js';
+import { writePairing } from '../support/pairing.js';
+
+const FIXTURE = path.join(import.meta.dirname, '../fixtures/hermes-hooks/session-0.21.jsonl');
+
+let home: ReturnType<typeof tempHermesHome>;
+let relay: FakeRelay;
+
+beforeEach(async () => {
+  home = tempHermesHome();
+  relay = new FakeRelay();
+  await relay.start();
+  writePairing(home.root, relay.url);
+});
+afterEach(async () => {
+  await relay.stop();
+  home.cleanup();
+});
+
+describe('conduit hook (the plain-JS bridge)', () => {
+  it('exits 0 at once with no output when the service is not running', async () => {
+    const result = await runBridge(stateDirOf(home.root), 'post_llm_call', '{"hook_event_name":"post_llm_call"}');
+    expect(result).toMatchObject({ code: 0, stdout: '', stderr: '' });
+  });
+
+  it('exits 0 with no output when the runtime file points at a stopped service', async () => {
+    const host = await startHost(testConfig(home.root));
+    await host.app.close();
+    const result = await runBridge(stateDirOf(home.root), 'pre_llm_call', '{"hook_event_name":"pre_llm_call"}');
+    expect(result).toMatchObject({ code: 0, stdout: '' });
+  });
+
+  it("prints the service's answer for Hermes (pre_llm_call context)", async () => {
+    const host = await startHost(testConfig(home.root));
+    const payload = {
+      hook_event_name: 'pre_llm_call',
+      session_id: 's1',
+      profile: 'default',
+      extra: { conversation_history: [{ role: 'user', content: `${VOICE_LIVE_PREFIX}]\nhi` }] },
+    };
+    const result = await runBridge(stateDirOf(home.root), 'pre_llm_call', JSON.stringify(payload));
+    await host.app.close();
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ context: PERSONA_VOICE_NOTE });
+  });
+
+  it('drops a malformed payload: logged without its content, nothing printed, the service keeps running', async () => {
+    const log = memoryLogger();
+    const host = await startHost(testConfig(home.root, { log }));
+    const secret = 'sk-live-very-secret-text';
+    const bad = await runBridge(stateDirOf(home.root), 'post_llm_call', `{"hook_event_name": 42, "x": "${secret}"}`);
+    const notJson = await runBridge(stateDirOf(home.root), 'post_llm_call', `{not json ${secret}`);
+    const good = await runBridge(
+      stateDirOf(home.root),
+      'pre_llm_call',
+      JSON.stringify({ hook_event_name: 'pre_llm_call', session_id: 's', profile: 'default', extra: {} }),
+    );
+    await host.app.close();
+    expect([bad.code, bad.stdout, notJson.code, notJson.stdout, good.code]).toEqual([0, '', 0, '', 0]);
+    expect(log.lines.filter((l) => l.includes('malformed hook payload'))).toHaveLength(2);
+    expect(log.lines.join('\n')).not.toContain(secret);
+  });
+
+  it('refuses a caller without the boot token', async () => {
+    const host = await startHost(testConfig(home.root));
+    const response = await fetch(`${host.url}/_conduit/hook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-conduit-hook-token': 'wrong' },
+      body: JSON.stringify({ hook_event_name: 'pre_llm_call' }),
+    });
+    await host.app.close();
+    expect(response.status).toBe(401);
+  });
+});
+
+describe('replaying a recorded Hermes session', () => {
+  it('sends the approval card, holds the clarify batch for the phone, returns its answers, and sends only what the rules allow', async () => {
+    const host = await startHost(testConfig(home.root));
+    const lines = readFileSync(FIXTURE, 'utf8').trim().split('\n');
+    const outputs: string[] = [];
+    for (const line of lines) {
+      const payload = JSON.parse(line) as { hook_event_name: string; tool_name?: string };
+      const running = runBridge(stateDirOf(home.root), payload.hook_event_name, line);
+      if (payload.hook_event_name === 'pre_tool_call') {
+        // The phone answers the parked batch through the relay, one question at a time.
+        let requestId: string | undefined;
+        for (let i = 0; i < 200 && !requestId; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          requestId = [...relay.decisions.keys()][0];
+        }
+        relay.answer(requestId!, { release: 'v1.4 (recommended)' });
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        relay.answer(requestId!, { notify: '["team","customers"]' });
+      }
+      const result = await running;
+      expect(result.code).toBe(0);
+      outputs.push(result.stdout);
+    }
+    host.notifier.flushDueReplies();
+    await host.queue.whenIdle();
+    await host.app.close();
+
+    const clarifyOut = outputs[3] ?? '';
+    const block = JSON.parse(clarifyOut) as { action: string; message: string };
+    expect(block.action).toBe('block');
+    expect(JSON.parse(block.message)).toEqual({
+      responses: [
+        {
+          id: 'release',
+          question: 'Which release should ship?',
+          choices_offered: ['v1.4 (recommended)', 'v1.5-beta'],
+          user_response: 'v1.4',
+        },
+        {
+          id: 'notify',
+          question: 'Who should hear about it?',
+          choices_offered: ['team', 'customers', 'nobody'],
+          user_response: ['team', 'customers'],
+        },
+      ],
+    });
+    const sent = relay.events.map((e) => e.body);
+    expect(sent.map((e) => e.type)).toEqual(['approval.needed', 'input.needed', 'response.ready', 'turn.failed']);
+    expect(sent[0]).toMatchObject({
+      decision: { kind: 'approval', session_key: 'agent:main:cli:20260101_090000_a1b2c3', choices: ['once', 'deny'] },
+    });
+    expect(sent[1]).toMatchObject({
+      body: 'Which release should ship?',
+      decision: { kind: 'clarify', questions: [{ qid: 'release' }, { qid: 'notify', multi_select: true }] },
+    });
+    expect(sent[2]).toMatchObject({ body: 'Done The build folder is gone. Shipping v1.4.' });
+    expect(sent[3]).not.toHaveProperty('body');
+    expect(relay.released).toEqual([]);
+  });
+});
