@@ -42,7 +42,16 @@ export async function startSuite(dataDir: string, ports: SuitePorts = DEFAULT_PO
       name: 'relay',
       entry: 'server-relay/src/main.ts',
       port: ports.relay,
-      env: { HOST: '127.0.0.1', PORT: String(ports.relay), DATA_PATH: path.join(dataDir, 'relay.sqlite') },
+      env: {
+        HOST: '127.0.0.1',
+        PORT: String(ports.relay),
+        DATA_PATH: path.join(dataDir, 'relay.sqlite'),
+        // No Apple account locally: pushes are accepted and written to a capture file instead.
+        PUBLIC_URL: 'https://localhost',
+        APNS_TOPIC: 'dev.conduit.local',
+        APNS_MODE: 'accept',
+        APNS_CAPTURE_PATH: path.join(dataDir, 'relay-apns-capture.jsonl'),
+      },
       readyPath: '/healthz',
     });
     started.push(relay);
