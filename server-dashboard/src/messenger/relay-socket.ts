@@ -380,6 +380,9 @@ class Connection {
   }
 
   private protocolError(detail: string): void {
+    // Events that arrived intact before the bad frame are committed and acknowledged first, as a
+    // frame-at-a-time client would have done; the bad frame itself is never acknowledged.
+    this.flush();
     this.o.log.error('relay websocket protocol error', { detail });
     this.close(
       { kind: 'fatal', error: new MessengerFatalError('relay_protocol_error', `protocol error: ${detail}`) },
