@@ -17,7 +17,7 @@ export const TEST_TOKEN = 'standalone-test-token-0123456789';
 
 export function testConfig(
   root: string,
-  overrides: Partial<HostConfig> & { limits?: Partial<Limits> } = {},
+  overrides: Omit<Partial<HostConfig>, 'limits'> & { limits?: Partial<Limits> } = {},
 ): HostConfig {
   const { limits, ...rest } = overrides;
   return {
