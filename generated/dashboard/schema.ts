@@ -36,6 +36,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/e2e": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** End-to-end encryption state of this profile */
+        get: operations["getE2e"];
+        put?: never;
+        /** Provision the end-to-end encryption key for this pairing */
+        post: operations["postE2e"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/plugins/conduit_push/notifications/reply-sources": {
         parameters: {
             query?: never;
@@ -48,6 +66,23 @@ export interface paths {
         /** Turns the "response ready" push of one source on or off */
         put: operations["putReplySources"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/pair": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pair this Hermes profile with Conduit */
+        post: operations["postPair"];
         delete?: never;
         options?: never;
         head?: never;
@@ -215,6 +250,154 @@ export interface operations {
             };
         };
     };
+    getE2e: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Pairing and key id. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    /** @description no-cache */
+                    Pragma?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        crypto: boolean;
+                        /** @constant */
+                        ok: true;
+                        /** @constant */
+                        paired: false;
+                    } | {
+                        crypto: boolean;
+                        e2e: {
+                            kid: string;
+                        } | null;
+                        gateway_id: string;
+                        installation_id: string;
+                        /** @constant */
+                        ok: true;
+                        /** @constant */
+                        paired: true;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    postE2e: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    gateway_id: string;
+                    installation_id: string;
+                    kid: string;
+                    secret: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Stored. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    /** @description no-cache */
+                    Pragma?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        kid: string;
+                        /** @constant */
+                        ok: true;
+                    };
+                };
+            };
+            /** @description Missing ids, a malformed kid or secret, or a body that is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Not paired, paired without a gateway id, or paired with a different device. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Request body is too large (4 KiB). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description More than 10 key requests a minute for this profile. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
     getReplySources: {
         parameters: {
             query?: {
@@ -342,6 +525,114 @@ export interface operations {
                         detail?: string;
                         /** @enum {string} */
                         error: "profile_unavailable" | "state_file_corrupt" | "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postPair: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    pairing_code: string;
+                    relay_url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Paired; the credential is stored on the host only. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    /** @description no-cache */
+                    Pragma?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        gateway_id: string;
+                        gateway_name: string;
+                        installation_id: string;
+                        /** @constant */
+                        ok: true;
+                        /** @constant */
+                        paired: true;
+                        relay_url: string;
+                    };
+                };
+            };
+            /** @description Malformed pairing code or relay URL, or a body that is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The code expired or was already used. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description More than 10 pairing requests a minute, or the relay refused for capacity. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The relay could not be reached or answered unusably. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved (never falls back to another profile). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
                     };
                 };
             };

@@ -57,8 +57,14 @@ export const postE2e = defineRoute({
   bodyContentType: 'application/json',
   responses: {
     200: { description: 'Stored.', schema: z.object({ ok: z.literal(true), kid: z.string() }), headers: noStore },
-    400: { description: 'Missing ids, a malformed kid or secret, or a body that is not JSON.', schema: pairingErrorBody },
-    409: { description: 'Not paired, paired without a gateway id, or paired with a different device.', schema: pairingErrorBody },
+    400: {
+      description: 'Missing ids, a malformed kid or secret, or a body that is not JSON.',
+      schema: pairingErrorBody,
+    },
+    409: {
+      description: 'Not paired, paired without a gateway id, or paired with a different device.',
+      schema: pairingErrorBody,
+    },
     413: { description: 'Request body is too large (4 KiB).', schema: pairingErrorBody },
     429: { description: 'More than 10 key requests a minute for this profile.', schema: pairingErrorBody },
     503: { description: 'The profile cannot be resolved.', schema: pairingErrorBody },

@@ -7,9 +7,12 @@ import {
   getReplySources,
   putReplySources,
 } from './notification-settings.js';
+import { postPair } from './pair.js';
+import { getE2e, postE2e } from './e2e.js';
 
 export { getCapabilities, capabilitiesResponse };
 export { getCronNotifications, putCronNotifications, getReplySources, putReplySources };
+export { postPair, getE2e, postE2e };
 
 /** The host service's plugin routes, served where the Conduit app expects the Hermes dashboard. */
 export const dashboardSurface = {
@@ -17,5 +20,14 @@ export const dashboardSurface = {
   title: 'Conduit host service (dashboard plugin routes)',
   version: '0.1.0',
   description: 'The /api/plugins/conduit_push/* routes the Conduit app calls on the Hermes host.',
-  routes: { getCapabilities, getCronNotifications, putCronNotifications, getReplySources, putReplySources },
+  routes: {
+    getCapabilities,
+    getCronNotifications,
+    putCronNotifications,
+    getReplySources,
+    putReplySources,
+    postPair,
+    getE2e,
+    postE2e,
+  },
 } satisfies Surface;

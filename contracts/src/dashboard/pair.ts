@@ -48,9 +48,15 @@ export const postPair = defineRoute({
     400: { description: 'Malformed pairing code or relay URL, or a body that is not JSON.', schema: pairingErrorBody },
     410: { description: 'The code expired or was already used.', schema: pairingErrorBody },
     413: { description: 'Request body is too large.', schema: pairingErrorBody },
-    429: { description: 'More than 10 pairing requests a minute, or the relay refused for capacity.', schema: pairingErrorBody },
+    429: {
+      description: 'More than 10 pairing requests a minute, or the relay refused for capacity.',
+      schema: pairingErrorBody,
+    },
     502: { description: 'The relay could not be reached or answered unusably.', schema: pairingErrorBody },
-    503: { description: 'The profile cannot be resolved (never falls back to another profile).', schema: pairingErrorBody },
+    503: {
+      description: 'The profile cannot be resolved (never falls back to another profile).',
+      schema: pairingErrorBody,
+    },
   },
 });
 
