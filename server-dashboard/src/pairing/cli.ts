@@ -1,0 +1,242 @@
+import { randomBytes } from 'node:crypto';
+import { hostname as osHostname } from 'node:os';
+import { CorruptCredentialsError } from '../credentials/credential-store.js';
+import { LockTimeoutError } from '../credentials/file-lock.js';
+import { ProfileError, resolveProfileHome } from '../credentials/hermes-home.js';
+import { applyPrivacy } from '../crypto/privacy.js';
+import { readPackageVersion } from '../package-version.js';
+import { cleanGatewayName, pairProfile, PairingInputError, setRedaction, unpairProfile } from './pairing.js';
+import { pluginHelloEvent, type PluginIdentity } from './plugin-hello.js';
+import { createRelayApi, RelayRejected, RelayUnreachable, type RelayApi } from './relay-api.js';
+import { credentialRelayUrl, relayUrlText, RelayUrlError } from './relay-url.js';
+import { NOT_PAIRED, statusLines } from './status.js';
+import { sendTestPush } from './test-push.js';
+
+/**
+ * `conduit push …`: the reference's `hermes conduit-push` (CLI.md) — same subcommands, messages and exit
+ * codes — plus `--home DIR` / `--profile NAME` to pick the Hermes profile this process acts on (by
+ * default the one `hermes -p` selected through HERMES_HOME, else the sticky active profile).
+ */
+export const USAGE = 'Usage: conduit push {pair|status|test|redact|unpair} [--profile NAME] [--home DIR]';
+const HELLO_TIMEOUT_MS = 4_000;
+
+/** What `plugin.hello` and test events report; the delivery pipeline announces the same identity. */
+export const DEFAULT_CAPABILITIES = ['version-reporting', 'e2e-v1'];
+
+export interface PushCliDeps {
+  env: NodeJS.ProcessEnv;
+  out: (line: string) => void;
+  err: (line: string) => void;
+  relay: RelayApi;
+  hostname: () => string;
+  clock: () => number;
+  randomBytes: (length: number) => Uint8Array;
+  identity: PluginIdentity;
+}
+
+export function defaultPushDeps(): PushCliDeps {
+  const version = readPackageVersion() ?? '0.0.0';
+  return {
+    env: process.env,
+    out: (line) => process.stdout.write(`${line}\n`),
+    err: (line) => process.stderr.write(`${line}\n`),
+    relay: createRelayApi({ userAgent: `Conduit-Host/${version}` }),
+    hostname: osHostname,
+    clock: Date.now,
+    randomBytes: (length) => new Uint8Array(randomBytes(length)),
+    identity: { version, capabilities: DEFAULT_CAPABILITIES },
+  };
+}
+
+/** Entry point used by the `conduit` dispatcher (src/cli/main.ts). */
+export function run(argv: string[]): Promise<number> {
+  return runPush(argv, defaultPushDeps());
+}
+
+interface ParsedArgs {
+  positional: string[];
+  options: Map<string, string | true>;
+}
+
+const VALUE_OPTIONS = new Set(['--home', '--profile', '-p', '--relay-url', '--name']);
+const FLAG_OPTIONS = new Set(['--corrupt', '--help', '-h']);
+
+function parseArgs(argv: string[]): ParsedArgs | string {
+  const positional: string[] = [];
+  const options = new Map<string, string | true>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    if (VALUE_OPTIONS.has(name)) {
+      const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+      if (value === undefined) return `${name} needs a value`;
+      options.set(name === '-p' ? '--profile' : name, value);
+    } else if (FLAG_OPTIONS.has(arg)) {
+      options.set(arg === '-h' ? '--help' : arg, true);
+    } else if (arg.startsWith('-') && arg.length > 1) {
+      return `unknown option ${arg}`;
+    } else {
+      positional.push(arg);
+    }
+  }
+  return { positional, options };
+}
+
+function option(args: ParsedArgs, name: string): string | undefined {
+  const value = args.options.get(name);
+  return typeof value === 'string' ? value : undefined;
+}
+
+export async function runPush(argv: string[], deps: PushCliDeps): Promise<number> {
+  const args = parseArgs(argv);
+  if (typeof args === 'string') {
+    deps.err(args);
+    deps.out(USAGE);
+    return 2;
+  }
+  const [action, ...rest] = args.positional;
+  if (!action || args.options.has('--help')) {
+    deps.out(USAGE);
+    return 2;
+  }
+  try {
+    const root = option(args, '--home');
+    const profileName = option(args, '--profile');
+    const location = () =>
+      resolveProfileHome({
+        env: deps.env,
+        ...(root ? { root } : {}),
+        ...(profileName ? { profile: profileName } : {}),
+      });
+    switch (action) {
+      case 'pair':
+        return await pair(rest, args, location(), deps);
+      case 'status':
+        return await status(location().home, deps);
+      case 'test':
+        return await test(location(), args.options.has('--corrupt'), deps);
+      case 'redact':
+        return await redact(rest, location().home, deps);
+      case 'unpair':
+        return await unpair(location().home, deps);
+      default:
+        deps.out(USAGE);
+        return 2;
+    }
+  } catch (error) {
+    if (
+      error instanceof PairingInputError ||
+      error instanceof RelayUrlError ||
+      error instanceof RelayRejected ||
+      error instanceof RelayUnreachable ||
+      error instanceof CorruptCredentialsError ||
+      error instanceof ProfileError ||
+      error instanceof LockTimeoutError
+    ) {
+      deps.err(error.message);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+async function pair(
+  rest: string[],
+  args: ParsedArgs,
+  location: { home: string; profile: string },
+  deps: PushCliDeps,
+): Promise<number> {
+  const [code] = rest;
+  if (!code || rest.length > 1) {
+    deps.out('Usage: conduit push pair CODE [--relay-url URL] [--name NAME]');
+    return 2;
+  }
+  const relayUrl = option(args, '--relay-url');
+  const result = await pairProfile({
+    home: location.home,
+    pairingCode: code,
+    ...(relayUrl !== undefined ? { relayUrl } : {}),
+    gatewayName: cleanGatewayName(option(args, '--name') ?? '', deps.hostname()),
+    relay: deps.relay,
+  });
+  deps.out(`Paired ${result.gateway_name} with Conduit.`);
+  try {
+    const hello = await applyPrivacy(pluginHelloEvent(deps.identity, location.profile), location.home, {
+      clock: deps.clock,
+      randomBytes: deps.randomBytes,
+    });
+    if (hello) {
+      const url = relayUrlText(credentialRelayUrl(hello.relayUrl));
+      await deps.relay.postEvent(url, hello.credential, hello.body, HELLO_TIMEOUT_MS);
+    }
+  } catch (error) {
+    deps.out(`Warning: could not announce plugin version: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return 0;
+}
+
+async function status(home: string, deps: PushCliDeps): Promise<number> {
+  const lines = await statusLines(home, deps.hostname());
+  if (!lines) {
+    deps.out(NOT_PAIRED);
+    return 1;
+  }
+  for (const line of lines) deps.out(line);
+  return 0;
+}
+
+async function test(location: { home: string; profile: string }, corrupt: boolean, deps: PushCliDeps): Promise<number> {
+  const outcome = await sendTestPush({
+    home: location.home,
+    profile: location.profile,
+    identity: deps.identity,
+    relay: deps.relay,
+    corrupt,
+    clock: deps.clock,
+    randomBytes: deps.randomBytes,
+  });
+  switch (outcome.kind) {
+    case 'sent':
+      deps.out(
+        corrupt
+          ? 'Broken encrypted test notification accepted by the Conduit relay. The phone should show only generic text.'
+          : 'Test notification accepted by the Conduit relay.',
+      );
+      return 0;
+    case 'not-paired':
+      deps.out(NOT_PAIRED);
+      return 1;
+    case 'e2e-off':
+      deps.out('End-to-end encryption is off for this profile; nothing to corrupt.');
+      return 1;
+    case 'failed':
+      deps.out(`The Conduit relay did not accept the test notification: ${outcome.message}`);
+      return 1;
+  }
+}
+
+async function redact(rest: string[], home: string, deps: PushCliDeps): Promise<number> {
+  const [mode] = rest;
+  if (rest.length !== 1 || (mode !== 'on' && mode !== 'off')) {
+    deps.out('Usage: conduit push redact {on|off}');
+    return 2;
+  }
+  const paired = await setRedaction(home, mode === 'on', () => Buffer.from(deps.randomBytes(32)).toString('hex'));
+  if (!paired) {
+    deps.out(NOT_PAIRED);
+    return 1;
+  }
+  deps.out(
+    mode === 'on'
+      ? 'Notification content is redacted; approval and clarify cards use generic text.'
+      : 'Notification content is no longer redacted.',
+  );
+  return 0;
+}
+
+async function unpair(home: string, deps: PushCliDeps): Promise<number> {
+  const result = await unpairProfile(home, deps.relay);
+  deps.out(result === 'revoked' ? 'Conduit pairing revoked.' : 'This Hermes profile was not paired.');
+  return 0;
+}
