@@ -37,7 +37,7 @@ export function authorization(apiKey?: string): Record<string, string> {
  * A provider error from a non-2xx answer: the status and the upstream's own error message (OpenAI's
  * `{"error":{"message"}}`, truncated), never request headers.
  */
-export async function upstreamError(what: string, response: Response): Promise<SpeechProviderError> {
+export async function upstreamError(what: string, response: Response, apiKey?: string): Promise<SpeechProviderError> {
   let detail = '';
   try {
     const text = (await response.text()).slice(0, 2000);
@@ -51,8 +51,19 @@ export async function upstreamError(what: string, response: Response): Promise<S
   } catch {
     detail = '';
   }
-  const suffix = detail.trim() ? `: ${detail.trim().replace(/\s+/g, ' ').slice(0, 300)}` : '';
+  const suffix = detail.trim() ? `: ${redactKeys(detail, apiKey).trim().replace(/\s+/g, ' ').slice(0, 300)}` : '';
   return new SpeechProviderError(`${what} failed with HTTP ${response.status}${suffix}`, response.status);
+}
+
+/**
+ * Upstream messages can echo credentials ("Incorrect API key provided: sk-ab***yz"): the configured key and
+ * anything shaped like an API key are replaced before the text can reach an error or a log line.
+ */
+export function redactKeys(text: string, apiKey?: string): string {
+  let out = apiKey ? text.split(apiKey).join('[redacted]') : text;
+  out = out.replace(/\b(sk|pk|rk|gsk|xai)-[A-Za-z0-9*_.-]{4,}/g, '[redacted]');
+  out = out.replace(/Bearer\s+\S+/gi, 'Bearer [redacted]');
+  return out;
 }
 
 /** One signal that fires on the caller's abort or on the deadline. */

@@ -71,7 +71,7 @@ export class OpenAiSpeechToText implements SpeechToText {
     } catch (error) {
       throw this.transportError(error, call.signal);
     }
-    if (!response.ok) throw await upstreamError('transcription', response);
+    if (!response.ok) throw await upstreamError('transcription', response, this.options.apiKey);
     let body: unknown;
     try {
       body = await response.json();

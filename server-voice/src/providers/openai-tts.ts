@@ -77,7 +77,7 @@ export class OpenAiTextToSpeech implements TextToSpeech {
       } finally {
         clearTimeout(timer);
       }
-      if (!response.ok) throw await upstreamError('speech synthesis', response);
+      if (!response.ok) throw await upstreamError('speech synthesis', response, this.options.apiKey);
       const type = response.headers.get('content-type') ?? '';
       if (/^(application\/json|text\/)/i.test(type))
         throw new SpeechProviderError(`speech synthesis answered ${type.split(';')[0]} instead of PCM audio`);
