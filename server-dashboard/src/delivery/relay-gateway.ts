@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { postEvent } from '@conduit/contracts/relay/events';
+import { createRelayClient } from '@conduit/generated/relay/client';
 import { isCredentialSafeRelayUrl, normaliseRelayUrl } from './relay-url.js';
 import type { SendOutcome } from './outcome.js';
 
@@ -47,9 +49,14 @@ function errorCode(body: unknown): string {
 /** APNs failures are final: the relay consumed the event id, so a resend would only be a duplicate. */
 const FINAL_5XX = new Set(['apns_rejected', 'apns_unreachable']);
 
+/** The body the relay contract accepts on POST /v1/events (validated before anything is sent). */
+const relayEventBody = postEvent.body ?? z.never();
+export type RelayEventBody = z.output<typeof relayEventBody>;
+
 /**
- * The relay's gateway wire over HTTP. Every request refuses redirects (a redirect could carry the
- * credential elsewhere) and refuses relay URLs that would send the credential in clear.
+ * The relay's gateway wire through the generated relay client. Every request refuses redirects (a
+ * redirect could carry the credential elsewhere) and refuses relay URLs that would send the
+ * credential in clear; an event that does not match the relay contract is never sent.
  */
 export function httpRelayGateway(options: {
   userAgent: string;
@@ -57,52 +64,68 @@ export function httpRelayGateway(options: {
   fetch?: typeof fetch;
 }): RelayGateway {
   const doFetch = options.fetch ?? fetch;
+  const clients = new Map<string, ReturnType<typeof createRelayClient>>();
 
-  async function request(target: RelayTarget, method: string, path: string, body?: unknown) {
-    if (!isCredentialSafeRelayUrl(target.relayUrl)) return { kind: 'unsafe' as const };
-    const headers: Record<string, string> = {
+  function clientFor(target: RelayTarget) {
+    const baseUrl = normaliseRelayUrl(target.relayUrl);
+    let client = clients.get(baseUrl);
+    if (!client) {
+      client = createRelayClient({
+        baseUrl,
+        fetch: (request: Request) =>
+          doFetch(request, { redirect: 'manual', signal: AbortSignal.timeout(options.timeoutMs) }),
+      });
+      if (clients.size > 64) clients.clear();
+      clients.set(baseUrl, client);
+    }
+    return client;
+  }
+
+  function headers(target: RelayTarget): Record<string, string> {
+    return {
       accept: 'application/json',
       'user-agent': options.userAgent,
       authorization: `Bearer ${target.credential}`,
     };
-    if (body !== undefined) headers['content-type'] = 'application/json';
+  }
+
+  async function call<T>(
+    target: RelayTarget,
+    send: (client: ReturnType<typeof createRelayClient>) => Promise<{ response: Response; data?: T; error?: unknown }>,
+  ): Promise<
+    | { kind: 'unsafe' }
+    | { kind: 'network'; reason: string }
+    | { kind: 'http'; status: number; data: T | undefined; error: unknown }
+  > {
+    if (!isCredentialSafeRelayUrl(target.relayUrl)) return { kind: 'unsafe' };
     try {
-      const response = await doFetch(normaliseRelayUrl(target.relayUrl) + path, {
-        method,
-        headers,
-        body: body === undefined ? null : JSON.stringify(body),
-        redirect: 'manual',
-        signal: AbortSignal.timeout(options.timeoutMs),
-      });
-      const text = await response.text();
-      let json: unknown = null;
-      try {
-        json = text ? JSON.parse(text) : null;
-      } catch {
-        json = null;
-      }
-      return { kind: 'http' as const, status: response.status, json };
+      const { response, data, error } = await send(clientFor(target));
+      return { kind: 'http', status: response.status, data, error };
     } catch (error) {
-      return { kind: 'network' as const, reason: error instanceof Error ? error.name : 'error' };
+      return { kind: 'network', reason: error instanceof Error ? error.name : 'error' };
     }
   }
 
   return {
     async postEvent(target, body) {
-      const result = await request(target, 'POST', '/v1/events', body);
+      const parsed = relayEventBody.safeParse(body);
+      if (!parsed.success) return { kind: 'failed', status: 0, error: 'invalid_event' };
+      const result = await call(target, (client) =>
+        client.POST('/v1/events', { body: parsed.data, headers: headers(target) }),
+      );
       if (result.kind === 'unsafe') return { kind: 'failed', status: 0, error: 'insecure_relay_url' };
       if (result.kind === 'network') return { kind: 'retry', reason: result.reason };
-      const { status, json } = result;
+      const { status } = result;
       if (status >= 300 && status < 400) return { kind: 'failed', status, error: 'redirect_refused' };
       if (status === 200 || status === 202) {
-        const parsed = acceptedBody.safeParse(json);
+        const accepted = acceptedBody.safeParse(result.data);
         return {
           kind: 'accepted',
-          delivered: parsed.success ? parsed.data.delivered === true : false,
-          duplicate: parsed.success ? parsed.data.duplicate === true : false,
+          delivered: accepted.success ? accepted.data.delivered === true : false,
+          duplicate: accepted.success ? accepted.data.duplicate === true : false,
         };
       }
-      const code = errorCode(json);
+      const code = errorCode(result.error);
       if (status === 401) return { kind: 'failed', status, error: 'unauthorized' };
       // Rate limits pass; decision capacity frees up as decisions settle (the id is not consumed).
       if (status === 429 && code !== 'call_limit') return { kind: 'retry', reason: code };
@@ -111,11 +134,13 @@ export function httpRelayGateway(options: {
     },
 
     async pollDecision(target, requestId) {
-      const result = await request(target, 'GET', `/v1/decisions/${encodeURIComponent(requestId)}`);
+      const result = await call(target, (client) =>
+        client.GET('/v1/decisions/{id}', { params: { path: { id: requestId } }, headers: headers(target) }),
+      );
       if (result.kind === 'unsafe') return { kind: 'error', reason: 'insecure_relay_url' };
       if (result.kind === 'network') return { kind: 'error', reason: result.reason };
       if (result.status !== 200) return { kind: 'error', reason: `http_${result.status}` };
-      const parsed = pollBody.safeParse(result.json);
+      const parsed = pollBody.safeParse(result.data);
       if (!parsed.success) return { kind: 'error', reason: 'malformed_poll' };
       const p = parsed.data;
       if (p.status === 'pending') {
@@ -135,7 +160,9 @@ export function httpRelayGateway(options: {
     },
 
     async releaseDecision(target, requestId) {
-      const result = await request(target, 'DELETE', `/v1/decisions/${encodeURIComponent(requestId)}`);
+      const result = await call(target, (client) =>
+        client.DELETE('/v1/decisions/{id}', { params: { path: { id: requestId } }, headers: headers(target) }),
+      );
       return result.kind === 'http' && result.status === 200;
     },
   };
