@@ -129,26 +129,25 @@ export class PcmResampler {
   private produce(availableInputs: number): Int16Array {
     const filter = this.filter as Filter;
     const { up, down, taps, phases, centre } = filter;
-    const historyEnd = this.historyStart + this.history.length;
-    const limit = Math.min(availableInputs, historyEnd);
-    const flushing = availableInputs === Number.POSITIVE_INFINITY;
-    const target = flushing ? Math.ceil((this.inputCount * up) / down) : Number.POSITIVE_INFINITY;
-    const out: number[] = [];
-    for (;;) {
-      if (this.outputCount >= target) break;
-      const position = this.outputCount * down + centre;
+    const limit = Math.min(availableInputs, this.historyStart + this.history.length);
+    // Output k needs input floor((k·down + centre) / up) < limit.
+    let end = Math.max(this.outputCount, Math.ceil((limit * up - centre) / down));
+    if (availableInputs === Number.POSITIVE_INFINITY) end = Math.min(end, Math.ceil((this.inputCount * up) / down));
+    const pcm = new Int16Array(Math.max(0, end - this.outputCount));
+    const history = this.history;
+    const historyStart = this.historyStart;
+    for (let n = 0; n < pcm.length; n++) {
+      const position = (this.outputCount + n) * down + centre;
       const newest = Math.floor(position / up);
-      if (newest >= limit) break;
       const coefficients = phases[position % up] as Float64Array;
+      // Before the stream began the input is silence: stop at the first missing sample.
+      const reach = Math.min(taps, newest - historyStart + 1);
       let sum = 0;
-      for (let j = 0; j < taps; j++) {
-        const index = newest - j - this.historyStart;
-        if (index < 0) break; // before the stream began: silence
-        sum += (coefficients[j] as number) * (this.history[index] as number);
-      }
-      out.push(sum);
-      this.outputCount++;
+      for (let j = 0, index = newest - historyStart; j < reach; j++, index--)
+        sum += (coefficients[j] as number) * (history[index] as number);
+      pcm[n] = sum > 32767 ? 32767 : sum < -32768 ? -32768 : Math.round(sum);
     }
+    this.outputCount = end > this.outputCount ? end : this.outputCount;
     // Keep only the inputs the next output can still reach.
     const nextNewest = Math.floor((this.outputCount * down + centre) / up);
     const keepFrom = Math.max(this.historyStart, nextNewest - taps + 1);
@@ -156,8 +155,6 @@ export class PcmResampler {
       this.history = this.history.slice(keepFrom - this.historyStart);
       this.historyStart = keepFrom;
     }
-    const pcm = new Int16Array(out.length);
-    for (let i = 0; i < out.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, Math.round(out[i] as number)));
     return pcm;
   }
 }
