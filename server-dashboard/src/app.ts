@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import http from 'node:http';
 import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -13,7 +14,11 @@ import { Spool } from './delivery/spool.js';
 import { bearerVerifier, dashboardVerifier, type CallerVerifier } from './fronting/caller-verification.js';
 import { proxyHttp, proxyUpgrade } from './fronting/proxy.js';
 import { Notifier, type ProfileScope } from './notifier/notifier.js';
+import { PLUGIN_CAPABILITIES } from './notifier/events.js';
 import { readSessionTitle } from './notifier/session-titles.js';
+import { createRelayApi } from './pairing/relay-api.js';
+import { registerPairingRoutes } from './pairing/routes.js';
+import { resolveProfile } from './fronting/profiles.js';
 import { capabilityRoutes } from './routes/capabilities.js';
 import { HOOK_PATH, hookRoutes } from './routes/hooks.js';
 import { notificationSettingsRoutes } from './routes/notification-settings.js';
@@ -154,6 +159,20 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
   const hookToken = randomBytes(32).toString('base64url');
   capabilityRoutes(app, config);
   notificationSettingsRoutes(app, config.hermesHome, settings);
+  registerPairingRoutes(app, {
+    resolveProfileHome: (requested) => {
+      const profile = resolveProfile(config.hermesHome, requested);
+      return { home: profile.home, profile: profile.name };
+    },
+    relay: createRelayApi({
+      userAgent: `Conduit-Host/${config.loadedVersion}`,
+      timeoutMs: limits.relayTimeoutMs,
+      ...(config.relayFetch ? { fetch: config.relayFetch } : {}),
+    }),
+    clock: () => clock.now(),
+    hostname: () => os.hostname(),
+    identity: { version: config.loadedVersion, capabilities: [...PLUGIN_CAPABILITIES] },
+  });
   hookRoutes(app, { hermesHome: config.hermesHome, hookToken, bodyLimit: limits.hookBodyBytes, notifier, log });
 
   await queue.start();

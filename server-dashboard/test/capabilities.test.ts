@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboardClient } from '@conduit/generated/dashboard/client';
 import { buildApp } from '../src/app.js';
-import { SERVED_CAPABILITIES } from '../src/routes/capabilities.js';
-import { tempHermesHome, testConfig } from './support/config.js';
+import { CAPABILITY_PATHS, SERVED_CAPABILITIES } from '../src/routes/capabilities.js';
+import { TEST_TOKEN, tempHermesHome, testConfig } from './support/config.js';
 
 let app: FastifyInstance;
 let baseUrl: string;
@@ -37,5 +37,14 @@ describe('GET /api/plugins/conduit_push/capabilities', () => {
     diskVersion = '0.1.0';
     expect(after.data).toMatchObject({ version: '0.2.0', loaded_version: '0.1.0', restart_needed: true });
     expect(after.data?.boot_id).toBe(before.data?.boot_id);
+  });
+});
+
+describe('every listed capability is served', () => {
+  it('answers on its route family (authenticated), never 404', async () => {
+    for (const [capability, path] of Object.entries(CAPABILITY_PATHS)) {
+      const response = await fetch(baseUrl + path, { headers: { authorization: `Bearer ${TEST_TOKEN}` } });
+      expect([capability, response.status]).toEqual([capability, 200]);
+    }
   });
 });

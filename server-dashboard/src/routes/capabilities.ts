@@ -10,6 +10,7 @@ import type { HostConfig } from '../config.js';
  * Conduit app never offers a screen this host cannot back.
  */
 export const CAPABILITY_PATHS = {
+  'e2e-notifications': '/api/plugins/conduit_push/e2e',
   'cron-notifications': '/api/plugins/conduit_push/cron/notifications',
   'reply-sources': '/api/plugins/conduit_push/notifications/reply-sources',
 } as const;
