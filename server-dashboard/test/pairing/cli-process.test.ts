@@ -32,7 +32,7 @@ function conduit(...argv: string[]): Promise<{ code: number | null; stdout: stri
 
 describe.concurrent('conduit push (process)', () => {
   it('status of an unpaired profile exits 1 with the reference message', async () => {
-    const result = await conduit('push', 'status', '--home', home);
+    const result = await conduit('push', 'status', '--home', join(home, 'never-paired'));
     expect(result).toMatchObject({ code: 1, stdout: 'This Hermes profile is not paired with Conduit.\n' });
   });
 
