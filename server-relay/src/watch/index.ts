@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { WatchDeps, WatchSettings } from './deps.js';
+import { AudioBridges } from './audio-bridge.js';
+import { audioUpgradeHandler } from './audio-upgrade.js';
 import { GrantRegistry } from './grants.js';
 import { WATCH_DEFAULTS } from './settings.js';
 import { watchToolRoutes } from './tool-routes.js';
@@ -24,9 +26,29 @@ export function registerWatchFeatures(app: FastifyInstance, deps: WatchDeps): vo
   const settings = resolveSettings(deps);
   const grants = new GrantRegistry(settings, deps.now);
   watchToolRoutes(app, deps, settings, grants);
-  // preClose: held requests must be answered before the server waits for connections to finish.
+
+  const bridges = new AudioBridges(
+    {
+      maxBridges: settings.maxAudioBridges,
+      maxBridgesPerGateway: settings.maxAudioBridgesPerGateway,
+      idleMs: settings.audioIdleMs,
+    },
+    deps.now,
+  );
+  grants.onClose((grant) => bridges.closeGrant(grant));
+  // Every upgrade comes here: the two audio paths, and 404 for any other.
+  app.server.on('upgrade', audioUpgradeHandler(deps, grants, bridges));
+  // A plain request to an audio path is not a WebSocket upgrade.
+  app.get('/v1/watch-audio/:gid/:side', (request, reply) =>
+    request.headers.upgrade
+      ? reply.status(400).send({ error: 'bad_upgrade' })
+      : reply.status(404).send({ error: 'not_found' }),
+  );
+
+  // preClose: held requests and bridges must end before the server waits for connections to finish.
   app.addHook('preClose', async () => {
     grants.shutdown();
+    bridges.closeAll();
   });
 }
 

@@ -1,0 +1,156 @@
+import type { Duplex } from 'node:stream';
+import { BridgeSocket } from './bridge-socket.js';
+import type { Grant } from './grants.js';
+import { CloseCode } from './ws-frames.js';
+
+/** The relay's notices to the host: binary [0x00, 0x01] Watch connected, [0x00, 0x02] Watch gone. */
+export const WATCH_CONNECTED = Buffer.from([0x00, 0x01]);
+export const WATCH_GONE = Buffer.from([0x00, 0x02]);
+
+interface Bridge {
+  grant: Grant;
+  host: BridgeSocket | undefined;
+  watch: BridgeSocket | undefined;
+}
+
+export interface AudioBridgeLimits {
+  maxBridges: number;
+  maxBridgesPerGateway: number;
+  idleMs: number;
+}
+
+/**
+ * Watch audio bridges, one per grant: the host attaches first, then the Watch; binary messages are
+ * copied between them untouched. A bridge counts against the caps while its host is attached.
+ */
+export class AudioBridges {
+  private readonly bridges = new Map<string, Bridge>();
+
+  constructor(
+    private readonly limits: AudioBridgeLimits,
+    private readonly now: () => number,
+  ) {}
+
+  /** Whether a host may attach to this grant now (a host replacing its own socket always may). */
+  hasCapacityFor(grant: Grant): boolean {
+    if (this.bridges.get(grant.id)?.host) return true;
+    let total = 0;
+    let own = 0;
+    for (const bridge of this.bridges.values()) {
+      if (!bridge.host) continue;
+      total += 1;
+      if (bridge.grant.gatewayId === grant.gatewayId) own += 1;
+    }
+    return total < this.limits.maxBridges && own < this.limits.maxBridgesPerGateway;
+  }
+
+  hasHost(grant: Grant): boolean {
+    return this.bridges.get(grant.id)?.host !== undefined;
+  }
+
+  /** Attaches the host; an earlier host socket is closed 4000 and a connected Watch 4503 (its peer changed). */
+  attachHost(grant: Grant, socket: Duplex, head: Buffer): BridgeSocket {
+    const bridge = this.bridgeOf(grant);
+    const previous = bridge.host;
+    bridge.host = undefined;
+    previous?.close(CloseCode.replaced);
+    bridge.watch?.close(CloseCode.hostUnavailable);
+    const host: BridgeSocket = new BridgeSocket(socket, {
+      idleMs: this.limits.idleMs,
+      now: this.now,
+      onMessage: (payload) => this.forward(bridge, host, bridge.watch, payload),
+      onGone: () => {
+        if (bridge.host !== host) return;
+        bridge.host = undefined;
+        // Without a host the Watch has nobody to talk to.
+        bridge.watch?.close(CloseCode.hostUnavailable);
+        this.forgetIfEmpty(bridge);
+      },
+    });
+    bridge.host = host;
+    // Closing the old ends may have dropped the empty bridge from the map.
+    this.bridges.set(grant.id, bridge);
+    host.receiveHead(head);
+    return host;
+  }
+
+  /** Attaches the Watch; without a host it is closed 4503 at once. An earlier Watch socket is closed 4000. */
+  attachWatch(grant: Grant, socket: Duplex, head: Buffer): BridgeSocket {
+    const bridge = this.bridgeOf(grant);
+    const previous = bridge.watch;
+    bridge.watch = undefined;
+    previous?.close(CloseCode.replaced);
+    const watch: BridgeSocket = new BridgeSocket(socket, {
+      idleMs: this.limits.idleMs,
+      now: this.now,
+      onMessage: (payload) => this.forward(bridge, watch, bridge.host, payload),
+      onGone: () => {
+        if (bridge.watch !== watch) return;
+        bridge.watch = undefined;
+        bridge.host?.resume();
+        bridge.host?.send(WATCH_GONE);
+        this.forgetIfEmpty(bridge);
+      },
+    });
+    if (!bridge.host) {
+      watch.close(CloseCode.hostUnavailable);
+      this.forgetIfEmpty(bridge);
+      return watch;
+    }
+    bridge.watch = watch;
+    bridge.host.send(WATCH_CONNECTED);
+    watch.receiveHead(head);
+    return watch;
+  }
+
+  /** The grant closed: both ends get 4010. */
+  closeGrant(grant: Grant): void {
+    const bridge = this.bridges.get(grant.id);
+    if (!bridge) return;
+    this.bridges.delete(grant.id);
+    bridge.watch?.close(CloseCode.grantClosed);
+    bridge.host?.close(CloseCode.grantClosed);
+  }
+
+  /** Relay shutdown: every socket gets 1001. */
+  closeAll(): void {
+    for (const bridge of [...this.bridges.values()]) {
+      this.bridges.delete(bridge.grant.id);
+      bridge.watch?.close(CloseCode.goingAway);
+      bridge.host?.close(CloseCode.goingAway);
+    }
+  }
+
+  get activeBridges(): number {
+    let count = 0;
+    for (const bridge of this.bridges.values()) if (bridge.host) count += 1;
+    return count;
+  }
+
+  /**
+   * Copies one message to the other end. When the other end's socket buffer is full the sender is
+   * paused until it drains: TCP then slows the sender, and the relay never queues audio itself.
+   */
+  private forward(bridge: Bridge, from: BridgeSocket, to: BridgeSocket | undefined, payload: Buffer): void {
+    if (!to?.open) return;
+    if (to.send(payload)) return;
+    from.pause();
+    to.onDrain(() => {
+      if (bridge.host === from || bridge.watch === from) from.resume();
+    });
+  }
+
+  private bridgeOf(grant: Grant): Bridge {
+    let bridge = this.bridges.get(grant.id);
+    if (!bridge) {
+      bridge = { grant, host: undefined, watch: undefined };
+      this.bridges.set(grant.id, bridge);
+    }
+    return bridge;
+  }
+
+  private forgetIfEmpty(bridge: Bridge): void {
+    if (!bridge.host && !bridge.watch && this.bridges.get(bridge.grant.id) === bridge)
+      this.bridges.delete(bridge.grant.id);
+  }
+}

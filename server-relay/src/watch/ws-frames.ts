@@ -1,0 +1,143 @@
+/**
+ * The RFC 6455 subset the Watch audio bridge speaks, server side: masked, unfragmented binary
+ * messages plus ping, pong and close. Anything else is a violation with the close code the
+ * reference uses, detected from the frame header so an oversized message is refused before its
+ * payload is buffered.
+ */
+
+/** Largest binary message, in bytes (the sealed stream format's MAX_MESSAGE_BYTES). */
+export const MAX_MESSAGE_BYTES = 65_536;
+const MAX_CONTROL_BYTES = 125;
+
+export const CloseCode = {
+  normal: 1000,
+  goingAway: 1001,
+  protocolError: 1002,
+  unsupportedData: 1003,
+  tooBig: 1009,
+  replaced: 4000,
+  grantClosed: 4010,
+  idle: 4408,
+  rateExceeded: 4429,
+  hostUnavailable: 4503,
+} as const;
+
+export type FrameEvent =
+  | { kind: 'binary'; payload: Buffer }
+  | { kind: 'ping'; payload: Buffer }
+  | { kind: 'pong' }
+  | { kind: 'close'; code: number | undefined }
+  | { kind: 'violation'; code: number };
+
+const OP_CONTINUATION = 0x0;
+const OP_TEXT = 0x1;
+const OP_BINARY = 0x2;
+const OP_CLOSE = 0x8;
+const OP_PING = 0x9;
+const OP_PONG = 0xa;
+
+/** Incremental frame parser for one client connection. */
+export class FrameReader {
+  private pending: Buffer = Buffer.alloc(0);
+  private failed = false;
+
+  /** Feeds bytes from the socket; returns the complete frames (a violation ends the stream). */
+  push(chunk: Buffer): FrameEvent[] {
+    if (this.failed) return [];
+    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    const events: FrameEvent[] = [];
+    for (;;) {
+      const event = this.next();
+      if (!event) break;
+      events.push(event);
+      if (event.kind === 'violation' || event.kind === 'close') {
+        this.failed = true;
+        break;
+      }
+    }
+    return events;
+  }
+
+  private next(): FrameEvent | undefined {
+    const buf = this.pending;
+    if (buf.length < 2) return undefined;
+    const b0 = buf[0]!;
+    const b1 = buf[1]!;
+    const fin = (b0 & 0x80) !== 0;
+    const rsv = b0 & 0x70;
+    const opcode = b0 & 0x0f;
+    const masked = (b1 & 0x80) !== 0;
+    let length = b1 & 0x7f;
+    // No extension is negotiated, so any RSV bit is a protocol error; clients must mask (RFC 6455 §5.1).
+    if (rsv !== 0 || !masked) return { kind: 'violation', code: CloseCode.protocolError };
+    const control = opcode >= 0x8;
+    if (control) {
+      if (opcode !== OP_CLOSE && opcode !== OP_PING && opcode !== OP_PONG) {
+        return { kind: 'violation', code: CloseCode.protocolError };
+      }
+      if (!fin || length > MAX_CONTROL_BYTES) return { kind: 'violation', code: CloseCode.protocolError };
+    } else {
+      if (opcode !== OP_CONTINUATION && opcode !== OP_TEXT && opcode !== OP_BINARY) {
+        return { kind: 'violation', code: CloseCode.protocolError };
+      }
+      // Text and fragmented messages are data the bridge does not carry.
+      if (opcode !== OP_BINARY || !fin) return { kind: 'violation', code: CloseCode.unsupportedData };
+    }
+    let offset = 2;
+    if (length === 126) {
+      if (buf.length < 4) return undefined;
+      length = buf.readUInt16BE(2);
+      offset = 4;
+    } else if (length === 127) {
+      if (buf.length < 10) return undefined;
+      const high = buf.readUInt32BE(2);
+      const low = buf.readUInt32BE(6);
+      // Anything needing the high word is far over the limit.
+      length = high !== 0 ? Number.MAX_SAFE_INTEGER : low;
+      offset = 10;
+    }
+    if (length > MAX_MESSAGE_BYTES) return { kind: 'violation', code: CloseCode.tooBig };
+    if (buf.length < offset + 4 + length) return undefined;
+    const mask = buf.subarray(offset, offset + 4);
+    const payload = Buffer.from(buf.subarray(offset + 4, offset + 4 + length));
+    for (let i = 0; i < payload.length; i += 1) payload[i]! ^= mask[i & 3]!;
+    this.pending = buf.subarray(offset + 4 + length);
+    switch (opcode) {
+      case OP_BINARY:
+        return { kind: 'binary', payload };
+      case OP_PING:
+        return { kind: 'ping', payload };
+      case OP_PONG:
+        return { kind: 'pong' };
+      default:
+        return { kind: 'close', code: payload.length >= 2 ? payload.readUInt16BE(0) : undefined };
+    }
+  }
+}
+
+/** The header of an unmasked server frame (FIN set) carrying `length` payload bytes. */
+export function frameHeader(opcode: number, length: number): Buffer {
+  if (length < 126) return Buffer.from([0x80 | opcode, length]);
+  if (length < 65_536) {
+    const header = Buffer.alloc(4);
+    header[0] = 0x80 | opcode;
+    header[1] = 126;
+    header.writeUInt16BE(length, 2);
+    return header;
+  }
+  const header = Buffer.alloc(10);
+  header[0] = 0x80 | opcode;
+  header[1] = 127;
+  header.writeUInt32BE(0, 2);
+  header.writeUInt32BE(length, 6);
+  return header;
+}
+
+export const Opcode = { binary: OP_BINARY, close: OP_CLOSE, ping: OP_PING, pong: OP_PONG } as const;
+
+/** A close frame's payload: the code, big-endian. */
+export function closePayload(code: number): Buffer {
+  const payload = Buffer.alloc(2);
+  payload.writeUInt16BE(code, 0);
+  return payload;
+}
