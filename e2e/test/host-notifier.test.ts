@@ -1,0 +1,329 @@
+/**
+ * The host service end to end (issue 5, "Done when"): a real relay process in APNs capture mode and a
+ * real host service process; pairing through the `conduit push` CLI with a code minted through the
+ * relay's device API; a Hermes session replayed through the shell-hook bridge exactly as Hermes runs
+ * it; and the pushes the relay captured checked for copy, titles, silence and mute rules, redaction
+ * and E2E envelopes that open with the device key. The clarify batch is answered through the relay's
+ * device API and its answers arrive back in Hermes (the bridge's output).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDashboardClient } from '@conduit/generated/dashboard/client';
+import { createRelayClient } from '@conduit/generated/relay/client';
+import { openNotification } from '@conduit/server-dashboard/crypto/e2e-device';
+import { deriveE2eKeys } from '@conduit/server-dashboard/crypto/e2e-keys';
+import { freePort, launch, REPO_ROOT, type Launched } from '../suite/launch.js';
+
+const TOPIC = 'dev.conduit.e2e';
+const DEVICE_TOKEN = 'ab'.repeat(32);
+const HOST_TOKEN = 'e2e-host-token-0123456789abcdef';
+const SESSION = '20260101_090000_a1b2c3';
+const BRIDGE = path.join(REPO_ROOT, 'server-dashboard/bin/conduit-hook.mjs');
+const CLI = path.join(REPO_ROOT, 'server-dashboard/src/cli/main.ts');
+const FIXTURE = path.join(REPO_ROOT, 'server-dashboard/test/fixtures/hermes-hooks/session-0.21.jsonl');
+
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'conduit-host-e2e-'));
+const hermesHome = path.join(dataDir, 'hermes');
+const stateDir = path.join(hermesHome, 'conduit-host');
+const capturePath = path.join(dataDir, 'apns-capture.jsonl');
+let relay: Launched;
+let host: Launched;
+let deviceAuth: string;
+let installationId: string;
+
+interface Captured {
+  deviceToken: string;
+  notification: {
+    payload: {
+      aps: { alert?: { title: string; body: string } };
+      body?: { conduit?: Record<string, unknown> };
+      conduit_e2e?: unknown;
+      conduit?: Record<string, unknown>;
+    };
+  };
+}
+
+function captured(): Captured[] {
+  if (!existsSync(capturePath)) return [];
+  return readFileSync(capturePath, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Captured);
+}
+
+async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${host?.output() ?? ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function run(
+  command: string,
+  args: string[],
+  stdin = '',
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: REPO_ROOT, env: { ...process.env, HERMES_HOME: hermesHome } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(stdin);
+  });
+}
+
+const conduit = (...args: string[]) => run(path.join(REPO_ROOT, 'node_modules/.bin/tsx'), [CLI, ...args]);
+const hook = (payload: Record<string, unknown>) =>
+  run(process.execPath, [BRIDGE, '--state', stateDir, String(payload.hook_event_name)], JSON.stringify(payload));
+
+function turn(
+  session: string,
+  reply: string,
+  extra: Record<string, unknown> = {},
+  end: Record<string, unknown> = { completed: true },
+) {
+  const base = { session_id: session, profile: 'default', cwd: '/home/u' };
+  return [
+    { hook_event_name: 'pre_llm_call', ...base, extra: { turn_id: `t-${session}`, ...extra } },
+    {
+      hook_event_name: 'post_llm_call',
+      ...base,
+      extra: { turn_id: `t-${session}`, assistant_response: reply, ...extra },
+    },
+    { hook_event_name: 'on_session_end', ...base, extra: { turn_id: `t-${session}`, ...extra, ...end } },
+  ];
+}
+
+async function replay(payloads: Record<string, unknown>[]) {
+  for (const payload of payloads) expect((await hook(payload)).code).toBe(0);
+}
+
+beforeAll(async () => {
+  mkdirSync(path.join(hermesHome, 'profiles'), { recursive: true });
+  const db = new Database(path.join(hermesHome, 'state.db'));
+  db.exec('CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT, title TEXT)');
+  db.prepare('INSERT INTO sessions (id, source, title) VALUES (?, ?, ?)').run(SESSION, 'cli', 'Release prep');
+  db.close();
+  const [relayPort, hostPort] = [await freePort(), await freePort()];
+  relay = await launch({
+    name: 'relay',
+    entry: 'server-relay/src/main.ts',
+    port: relayPort,
+    env: {
+      HOST: '127.0.0.1',
+      PORT: String(relayPort),
+      DATA_PATH: path.join(dataDir, 'relay.sqlite'),
+      PUBLIC_URL: 'https://localhost',
+      APNS_TOPIC: TOPIC,
+      APNS_MODE: 'accept',
+      APNS_CAPTURE_PATH: capturePath,
+    },
+    readyPath: '/healthz',
+  });
+  host = await launch({
+    name: 'host',
+    entry: 'server-dashboard/src/main.ts',
+    port: hostPort,
+    env: {
+      CONDUIT_HOST_BIND: '127.0.0.1',
+      CONDUIT_HOST_PORT: String(hostPort),
+      HERMES_HOME: hermesHome,
+      CONDUIT_HOST_TOKEN: HOST_TOKEN,
+      CONDUIT_CLARIFY_POLL_MS: '100',
+      CONDUIT_REPLY_HOLD_MS: '60000',
+    },
+    readyPath: '/api/plugins/conduit_push/capabilities',
+  });
+  await until('the hook runtime file', () => existsSync(path.join(stateDir, 'runtime.json')));
+}, 120_000);
+
+afterAll(async () => {
+  await host?.stop();
+  await relay?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('host service with a real relay', () => {
+  it('pairs through the CLI with a code minted through the relay device API', async () => {
+    const relayClient = createRelayClient({ baseUrl: relay.url });
+    const registered = await relayClient.POST('/v1/installations', {
+      body: {
+        bundle_id: TOPIC,
+        device_token: DEVICE_TOKEN,
+        environment: 'production',
+        preferences: { show_previews: true },
+      },
+    });
+    expect(registered.response.status).toBe(201);
+    installationId = registered.data!.installation.id;
+    deviceAuth = `Bearer ${registered.data!.credential}`;
+    const minted = await relayClient.POST('/v1/installations/{id}/pairings', {
+      params: { path: { id: installationId } },
+      headers: { authorization: deviceAuth },
+      body: {},
+    });
+    expect(minted.response.status).toBe(201);
+    const paired = await conduit(
+      'push',
+      'pair',
+      minted.data!.pairing_code,
+      '--relay-url',
+      relay.url,
+      '--name',
+      'E2E Hermes',
+    );
+    expect(paired.code, paired.stdout + paired.stderr).toBe(0);
+    expect(paired.stdout).toContain('Paired E2E Hermes with Conduit.');
+    const status = await conduit('push', 'status');
+    expect(status.code).toBe(0);
+    expect(status.stdout).not.toMatch(/[A-Za-z0-9_-]{43}/); // the credential's secret is never printed
+  });
+
+  it('replays a Hermes session: approval card, clarify batch answered on the phone back in Hermes, reply and failure copy with titles', async () => {
+    const lines = readFileSync(FIXTURE, 'utf8').trim().split('\n');
+    let clarifyOutput = '';
+    for (const line of lines) {
+      const payload = JSON.parse(line) as Record<string, unknown>;
+      const running = hook(payload);
+      if (payload.hook_event_name === 'pre_tool_call') {
+        const card = await until('the clarify card', () =>
+          captured().find((c) => c.notification.payload.body?.conduit?.type === 'input.needed'),
+        );
+        const decision = card.notification.payload.body?.conduit?.decision as {
+          request_id: string;
+          questions: { qid: string }[];
+        };
+        expect(decision.questions.map((q) => q.qid)).toEqual(['release', 'notify']);
+        const relayClient = createRelayClient({ baseUrl: relay.url, headers: { authorization: deviceAuth } });
+        const first = await relayClient.POST('/v1/decisions/{id}/respond', {
+          params: { path: { id: decision.request_id } },
+          body: { question_id: 'release', answer: 'v1.4 (recommended)' },
+        });
+        expect(first.data).toEqual({ status: 'answered', remaining: ['notify'] });
+        const second = await relayClient.POST('/v1/decisions/{id}/respond', {
+          params: { path: { id: decision.request_id } },
+          body: { question_id: 'notify', answer: '["team","customers"]' },
+        });
+        expect(second.response.status).toBe(200);
+      }
+      const result = await running;
+      expect(result.code).toBe(0);
+      if (payload.hook_event_name === 'pre_tool_call') clarifyOutput = result.stdout;
+    }
+    const block = JSON.parse(clarifyOutput) as { action: string; message: string };
+    expect(block.action).toBe('block');
+    expect(JSON.parse(block.message)).toEqual({
+      responses: [
+        {
+          id: 'release',
+          question: 'Which release should ship?',
+          choices_offered: ['v1.4 (recommended)', 'v1.5-beta'],
+          user_response: 'v1.4',
+        },
+        {
+          id: 'notify',
+          question: 'Who should hear about it?',
+          choices_offered: ['team', 'customers', 'nobody'],
+          user_response: ['team', 'customers'],
+        },
+      ],
+    });
+
+    const pushes = await until('four pushes', () => {
+      const all = captured();
+      return all.length >= 4 ? all : undefined;
+    });
+    expect(pushes.every((p) => p.deviceToken === DEVICE_TOKEN)).toBe(true);
+    const view = pushes.map((p) => [p.notification.payload.body?.conduit?.type, p.notification.payload.aps.alert]);
+    expect(view).toEqual(
+      [
+        [
+          'approval.needed',
+          { title: 'Approval needed · Release prep', body: 'Delete the build folder (rm -rf build)' },
+        ],
+        ['input.needed', { title: 'Input needed · Release prep', body: 'Which release should ship?' }],
+        ['response.ready', { title: 'Release prep', body: 'Done The build folder is gone. Shipping v1.4.' }],
+        ['turn.failed', { title: 'Turn failed', body: 'Hermes could not finish a turn.' }],
+      ].map(([type, alert]) => [type, expect.objectContaining(alert as object)]) as unknown[],
+    );
+    expect(pushes[0]?.notification.payload.body?.conduit?.decision).toEqual({
+      kind: 'approval',
+      session_key: 'agent:main:cli:20260101_090000_a1b2c3',
+      description: 'Delete the build folder (rm -rf build)',
+      choices: ['once', 'deny'],
+    });
+  });
+
+  it('keeps a muted cron job and a silent run quiet, and still notifies another job', async () => {
+    const dashboard = createDashboardClient({ baseUrl: host.url, headers: { authorization: `Bearer ${HOST_TOKEN}` } });
+    const muted = await dashboard.PUT('/api/plugins/conduit_push/cron/notifications', {
+      body: { job_id: 'job99', notify: false },
+    });
+    expect(muted.data).toEqual({ ok: true, muted: ['job99'] });
+    const before = captured().length;
+    await replay([
+      ...turn('cron_job99_20260101_120000', 'Disk at 97%'),
+      ...turn('cron_job98_20260101_120000', 'NO_REPLY'),
+      ...turn('cron_job97_20260101_120000', 'Backups finished: 3 new'),
+    ]);
+    const after = await until('the cron push', () => (captured().length > before ? captured() : undefined));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(
+      captured()
+        .slice(before)
+        .map((p) => p.notification.payload.body?.conduit?.session_id),
+    ).toEqual(['cron_job97_20260101_120000']);
+    expect(after.length).toBe(before + 1);
+  });
+
+  it('redact on: pushes carry no chat text; redact off restores it', async () => {
+    expect((await conduit('push', 'redact', 'on')).code).toBe(0);
+    const before = captured().length;
+    await replay(turn(SESSION, 'Secret plan: **launch** at noon'));
+    const redacted = await until('the redacted push', () => captured()[before]);
+    expect(JSON.stringify(redacted)).not.toContain('launch');
+    expect(redacted.notification.payload.aps.alert).toMatchObject({ title: 'Response ready' });
+    expect((await conduit('push', 'redact', 'off')).code).toBe(0);
+  });
+
+  it('with an E2E key, every push is an envelope that opens with the device key', async () => {
+    const credentials = JSON.parse(readFileSync(path.join(hermesHome, 'conduit-push.json'), 'utf8')) as {
+      installation_id: string;
+      gateway_id: string;
+    };
+    const secret = Buffer.alloc(32, 9);
+    const kid = 'c0ffee00'.repeat(4);
+    const dashboard = createDashboardClient({ baseUrl: host.url, headers: { authorization: `Bearer ${HOST_TOKEN}` } });
+    const provisioned = await dashboard.POST('/api/plugins/conduit_push/e2e', {
+      body: {
+        installation_id: credentials.installation_id,
+        gateway_id: credentials.gateway_id,
+        kid,
+        secret: secret.toString('base64url'),
+      },
+    });
+    expect(provisioned.response.status).toBe(200);
+    const before = captured().length;
+    await replay(turn(SESSION, 'Sealed *reply* text'));
+    const push = await until('the sealed push', () => captured()[before]);
+    expect(JSON.stringify(push)).not.toContain('Sealed');
+    const envelope = push.notification.payload.conduit_e2e as Parameters<typeof openNotification>[0];
+    const inner = openNotification(
+      envelope,
+      'response.ready',
+      deriveE2eKeys(kid, new Uint8Array(secret)),
+      { installationId: credentials.installation_id, gatewayId: credentials.gateway_id },
+      Math.floor(Date.now() / 1000),
+    );
+    expect(inner).toMatchObject({ title: 'Release prep', body: 'Sealed reply text', session_id: SESSION });
+  });
+});
