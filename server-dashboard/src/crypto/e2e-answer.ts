@@ -1,4 +1,3 @@
-import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import {
   E2E_AAD_TAG,
   E2E_ANSWER_PREFIX,
@@ -8,6 +7,7 @@ import {
 } from '@conduit/contracts/crypto/e2e';
 import { decodeBase64Url, encodeBase64Url } from './base64url.js';
 import type { E2eKeys } from './e2e-keys.js';
+import { openChaCha20Poly1305, sealChaCha20Poly1305 } from './symmetric.js';
 
 const utf8 = new TextEncoder();
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
@@ -49,11 +49,12 @@ export function openSealedAnswer(sealed: unknown, keys: E2eKeys, binding: Answer
   const nonce = decodeBase64Url(nonceText);
   const ct = decodeBase64Url(ctText);
   if (!nonce || nonce.length !== E2E_NONCE_BYTES || !ct || ct.length < 16) return null;
+  const plain = openChaCha20Poly1305(keys.answer, nonce, answerAad(kid, binding), ct);
+  if (!plain) return null;
   try {
-    const plain = chacha20poly1305(keys.answer, nonce, utf8.encode(answerAad(kid, binding))).decrypt(ct);
     return strictUtf8.decode(plain);
   } catch {
-    return null;
+    return null; // not UTF-8
   }
 }
 
@@ -75,8 +76,6 @@ export function openSealedAnswers(
 /** The phone's side: seals an answer for this host (used by tests and the e2e phone simulator). */
 export function sealAnswer(answer: string, keys: E2eKeys, binding: AnswerBinding, nonce: Uint8Array): string {
   if (nonce.length !== E2E_NONCE_BYTES) throw new RangeError('the E2E nonce must be 12 bytes');
-  const ct = chacha20poly1305(keys.answer, nonce, utf8.encode(answerAad(keys.kid, binding))).encrypt(
-    utf8.encode(answer),
-  );
+  const ct = sealChaCha20Poly1305(keys.answer, nonce, answerAad(keys.kid, binding), utf8.encode(answer));
   return `${E2E_ANSWER_PREFIX}${keys.kid}.${encodeBase64Url(nonce)}.${encodeBase64Url(ct)}`;
 }

@@ -1,11 +1,10 @@
-import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { inflateRaw } from 'pako';
 import type { E2eEnvelope } from '@conduit/contracts/crypto/e2e';
 import { decodeBase64Url } from './base64url.js';
 import type { E2eKeys } from './e2e-keys.js';
 import { pushAad } from './e2e-seal.js';
+import { openChaCha20Poly1305 } from './symmetric.js';
 
-const utf8 = new TextEncoder();
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The phone's clock window for envelopes: older than 24 h or more than 1 h ahead is refused. */
@@ -41,8 +40,9 @@ export function openNotification(
     z: envelope.z,
     req: envelope.req,
   });
+  const opened = openChaCha20Poly1305(keys.push, nonce, aad, ct);
+  if (!opened) return null;
   try {
-    const opened = chacha20poly1305(keys.push, nonce, utf8.encode(aad)).decrypt(ct);
     const data = envelope.z === 1 ? inflateRaw(opened) : opened;
     const value: unknown = JSON.parse(strictUtf8.decode(data));
     return typeof value === 'object' && value !== null && !Array.isArray(value)

@@ -1,4 +1,3 @@
-import { hkdf } from '@noble/hashes/hkdf.js';
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
@@ -11,6 +10,7 @@ import {
   type E2eKeyRecord,
 } from '@conduit/contracts/crypto/e2e';
 import { decodeBase64Url } from './base64url.js';
+import { hkdfSha256 } from './symmetric.js';
 
 const utf8 = new TextEncoder();
 
@@ -28,7 +28,7 @@ export interface E2eKeys {
 export function deriveE2eKeys(kid: string, secret: Uint8Array): E2eKeys {
   if (!kidPattern.test(kid)) throw new RangeError('kid must be 32 lowercase hex characters');
   if (secret.length !== E2E_SECRET_BYTES) throw new RangeError('the E2E secret must be 32 bytes');
-  const derive = (info: string) => hkdf(sha256, secret, utf8.encode(E2E_SALT), utf8.encode(info), 32);
+  const derive = (info: string) => hkdfSha256(secret, E2E_SALT, info);
   return { kid, push: derive(E2E_INFO.push), answer: derive(E2E_INFO.answer), meta: derive(E2E_INFO.meta) };
 }
 

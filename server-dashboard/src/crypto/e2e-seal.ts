@@ -1,4 +1,3 @@
-import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { deflateRaw } from 'pako';
 import {
   E2E_AAD_TAG,
@@ -11,6 +10,7 @@ import {
 } from '@conduit/contracts/crypto/e2e';
 import { encodeBase64Url } from './base64url.js';
 import { keyedEventId, threadToken, type E2eKeys } from './e2e-keys.js';
+import { sealChaCha20Poly1305 } from './symmetric.js';
 import { versionFields, type HostEvent, type SealedEvent } from './host-event.js';
 
 const utf8 = new TextEncoder();
@@ -121,7 +121,7 @@ export function sealEvent(event: HostEvent, context: SealContext): SealedEvent {
     });
     const nonce = context.nonce();
     if (nonce.length !== E2E_NONCE_BYTES) throw new RangeError('the E2E nonce must be 12 bytes');
-    const ct = encodeBase64Url(chacha20poly1305(keys.push, nonce, utf8.encode(aad)).encrypt(data));
+    const ct = encodeBase64Url(sealChaCha20Poly1305(keys.push, nonce, aad, data));
     if (ct.length > E2E_MAX_CT_CHARS) continue;
     const envelope: E2eEnvelope = {
       v: E2E_VERSION,
