@@ -20,6 +20,7 @@ import { installationRoutes } from './routes/installations.js';
 import { CORE_CAPABILITIES, metaRoutes } from './routes/meta.js';
 import { pairingRoutes } from './routes/pairings.js';
 import { ringRoutes } from './routes/rings.js';
+import { CachedStore } from './store/cached-store.js';
 import { DeferredActivity } from './store/deferred-activity.js';
 import { openPrismaStore } from './store/prisma-store.js';
 import type { RelayStore } from './store/relay-store.js';
@@ -74,7 +75,8 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
   const now = deps.now ?? Date.now;
   const log = deps.log ?? defaultLog();
   const accessLog = deps.accessLog ?? jsonLine(process.stdout);
-  const store = deps.store ?? (await openPrismaStore(config.databaseUrl));
+  const database = deps.store ?? (await openPrismaStore(config.databaseUrl));
+  const store: RelayStore = new CachedStore(database);
   const apns = deps.apns ?? createApnsSender(config.apns);
   const activity = new DeferredActivity(store, FIXED_LIMITS.deferredWriteDelayMs, (error) =>
     log('error', 'deferred gateway write failed', { error: error instanceof Error ? error.message : String(error) }),
@@ -147,7 +149,7 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
   app.addHook('onClose', async () => {
     await activity.flush();
     await apns.close();
-    if (!deps.store) await store.close();
+    if (!deps.store) await database.close();
   });
   await app.ready();
   return app;

@@ -1,0 +1,145 @@
+import type { DecisionRecord } from '../domain/decisions.js';
+import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
+import type { InstallationPatch, RelayStore } from './relay-store.js';
+
+/**
+ * A write-through read cache of installations and gateways in front of the database, so
+ * authenticating an event costs no query (a Prisma round trip is about a millisecond here, and every
+ * event authenticates). Coherent because every write of this process goes through it and the relay
+ * runs one process per store, as the reference requires; only records that exist are cached, so
+ * unknown credentials cannot grow it, and it holds at most `maxEntries` of each kind.
+ */
+export class CachedStore implements RelayStore {
+  private readonly installations = new Map<string, InstallationRecord>();
+  private readonly gateways = new Map<string, GatewayRecord>();
+
+  constructor(
+    private readonly inner: RelayStore,
+    private readonly maxEntries = 100_000,
+  ) {}
+
+  private remember<V>(map: Map<string, V>, key: string, value: V): void {
+    map.delete(key);
+    map.set(key, value);
+    if (map.size > this.maxEntries) {
+      const oldest = map.keys().next().value;
+      if (oldest !== undefined) map.delete(oldest);
+    }
+  }
+
+  countInstallations(): Promise<number> {
+    return this.inner.countInstallations();
+  }
+
+  countActiveInstallations(): Promise<number> {
+    return this.inner.countActiveInstallations();
+  }
+
+  async insertInstallation(record: InstallationRecord): Promise<void> {
+    await this.inner.insertInstallation(record);
+    this.remember(this.installations, record.id, record);
+  }
+
+  async findInstallation(id: string): Promise<InstallationRecord | null> {
+    const cached = this.installations.get(id);
+    if (cached) return cached;
+    const record = await this.inner.findInstallation(id);
+    if (record) this.remember(this.installations, id, record);
+    return record;
+  }
+
+  async updateInstallation(id: string, patch: InstallationPatch): Promise<void> {
+    // Dropped before and after: a reader racing the write re-reads the database.
+    this.installations.delete(id);
+    try {
+      await this.inner.updateInstallation(id, patch);
+    } finally {
+      this.installations.delete(id);
+    }
+  }
+
+  async clearTokenIfUnchanged(id: string, field: 'voipToken' | 'watchVoipToken', expected: string): Promise<void> {
+    this.installations.delete(id);
+    try {
+      await this.inner.clearTokenIfUnchanged(id, field, expected);
+    } finally {
+      this.installations.delete(id);
+    }
+  }
+
+  listGateways(installationId: string): Promise<GatewayRecord[]> {
+    return this.inner.listGateways(installationId);
+  }
+
+  async findGateway(installationId: string, gatewayId: string): Promise<GatewayRecord | null> {
+    const key = `${installationId}:${gatewayId}`;
+    const cached = this.gateways.get(key);
+    if (cached) return cached;
+    const record = await this.inner.findGateway(installationId, gatewayId);
+    if (record) this.remember(this.gateways, key, record);
+    return record;
+  }
+
+  countGateways(installationId: string): Promise<number> {
+    return this.inner.countGateways(installationId);
+  }
+
+  async deleteGateway(installationId: string, gatewayId: string): Promise<void> {
+    const key = `${installationId}:${gatewayId}`;
+    this.gateways.delete(key);
+    try {
+      await this.inner.deleteGateway(installationId, gatewayId);
+    } finally {
+      this.gateways.delete(key);
+    }
+  }
+
+  async recordGatewayActivity(installationId: string, gatewayId: string, activity: GatewayActivity): Promise<void> {
+    await this.inner.recordGatewayActivity(installationId, gatewayId, activity);
+    this.gateways.delete(`${installationId}:${gatewayId}`);
+  }
+
+  replacePairing(record: PairingRecord): Promise<void> {
+    return this.inner.replacePairing(record);
+  }
+
+  findPairing(codeHash: string): Promise<PairingRecord | null> {
+    return this.inner.findPairing(codeHash);
+  }
+
+  deletePairing(codeHash: string): Promise<void> {
+    return this.inner.deletePairing(codeHash);
+  }
+
+  claimPairing(codeHash: string, gateway: GatewayRecord): Promise<boolean> {
+    return this.inner.claimPairing(codeHash, gateway);
+  }
+
+  findDecision(key: string): Promise<DecisionRecord | null> {
+    return this.inner.findDecision(key);
+  }
+
+  findDecisionsByRequest(installationId: string, requestId: string): Promise<DecisionRecord[]> {
+    return this.inner.findDecisionsByRequest(installationId, requestId);
+  }
+
+  insertDecision(record: DecisionRecord): Promise<boolean> {
+    return this.inner.insertDecision(record);
+  }
+
+  saveDecision(record: DecisionRecord): Promise<void> {
+    return this.inner.saveDecision(record);
+  }
+
+  countDecisions(filter: { sinceMs: number; installationId?: string; active?: boolean }): Promise<number> {
+    return this.inner.countDecisions(filter);
+  }
+
+  pruneDecisions(beforeMs: number): Promise<number> {
+    return this.inner.pruneDecisions(beforeMs);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
