@@ -10,7 +10,10 @@ import {
 import { postPair } from './pair.js';
 import { getE2e, postE2e } from './e2e.js';
 
+import { respondApproval } from './approvals.js';
+
 export { getCapabilities, capabilitiesResponse };
+export { respondApproval };
 export { getCronNotifications, putCronNotifications, getReplySources, putReplySources };
 export { postPair, getE2e, postE2e };
 
@@ -29,5 +32,6 @@ export const dashboardSurface = {
     postPair,
     getE2e,
     postE2e,
+    respondApproval,
   },
 } satisfies Surface;
