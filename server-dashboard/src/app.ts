@@ -4,7 +4,9 @@ import http from 'node:http';
 import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { WireError } from '@conduit/contracts/server';
+import { ApprovalBook } from './cards/approval-book.js';
 import { ClarifyLoop, type ClarifyPairing } from './cards/clarify-loop.js';
+import { hermesApiClient, type HermesApi } from './cards/hermes-api.js';
 import type { HostConfig } from './config.js';
 import { DeliveryQueue } from './delivery/delivery-queue.js';
 import { privacyPrepare, readClarifyPairing } from './delivery/pairing-adapter.js';
@@ -19,6 +21,7 @@ import { readSessionTitle } from './notifier/session-titles.js';
 import { createRelayApi } from './pairing/relay-api.js';
 import { registerPairingRoutes } from './pairing/routes.js';
 import { resolveProfile } from './fronting/profiles.js';
+import { approvalRoutes } from './routes/approvals.js';
 import { capabilityRoutes } from './routes/capabilities.js';
 import { HOOK_PATH, hookRoutes } from './routes/hooks.js';
 import { notificationSettingsRoutes } from './routes/notification-settings.js';
@@ -34,6 +37,7 @@ export interface HostDeps {
   readPairing: (profile: ProfileScope) => Promise<ClarifyPairing | null>;
   gateway: RelayGateway;
   sleep: (ms: number) => Promise<void>;
+  hermes: HermesApi | null;
 }
 
 export interface Host {
@@ -115,7 +119,14 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
         ...(config.relayFetch ? { fetch: config.relayFetch } : {}),
       }),
     sleep: overrides.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    hermes:
+      overrides.hermes !== undefined
+        ? overrides.hermes
+        : config.hermesApi
+          ? hermesApiClient({ url: config.hermesApi.url, key: config.hermesApi.key, timeoutMs: limits.relayTimeoutMs })
+          : null,
   };
+  const approvals = new ApprovalBook(clock);
   const settings = new ProfileSettings();
   const spool = new Spool(path.join(config.stateDir, 'spool'), log);
   const queue = new DeliveryQueue(
@@ -152,13 +163,14 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     isCronMuted: (profile, jobId) => settings.cron(profile).isMuted(jobId),
     isReplySourceOn: (profile, source) => settings.replySources(profile).isOn(source),
     sessionTitle,
-    approvals: { raised: () => {}, answered: () => {} },
+    approvals,
     clarify,
   });
 
   const hookToken = randomBytes(32).toString('base64url');
   capabilityRoutes(app, config);
   notificationSettingsRoutes(app, config.hermesHome, settings);
+  approvalRoutes(app, { hermesHome: config.hermesHome, book: approvals, hermes: deps.hermes });
   registerPairingRoutes(app, {
     resolveProfileHome: (requested) => {
       const profile = resolveProfile(config.hermesHome, requested);

@@ -42,9 +42,14 @@ describe('GET /api/plugins/conduit_push/capabilities', () => {
 
 describe('every listed capability is served', () => {
   it('answers on its route family (authenticated), never 404', async () => {
-    for (const [capability, path] of Object.entries(CAPABILITY_PATHS)) {
-      const response = await fetch(baseUrl + path, { headers: { authorization: `Bearer ${TEST_TOKEN}` } });
-      expect([capability, response.status]).toEqual([capability, 200]);
+    for (const [capability, route] of Object.entries(CAPABILITY_PATHS)) {
+      const response = await fetch(baseUrl + route.path, {
+        method: route.method,
+        headers: { authorization: `Bearer ${TEST_TOKEN}`, 'content-type': 'application/json' },
+        ...(route.method === 'POST' ? { body: '{}' } : {}),
+      });
+      // A GET answers 200; a POST without a body answers its validation error, never 404.
+      expect([capability, response.status]).toEqual([capability, route.method === 'GET' ? 200 : 400]);
     }
   });
 });

@@ -10,9 +10,10 @@ import type { HostConfig } from '../config.js';
  * Conduit app never offers a screen this host cannot back.
  */
 export const CAPABILITY_PATHS = {
-  'e2e-notifications': '/api/plugins/conduit_push/e2e',
-  'cron-notifications': '/api/plugins/conduit_push/cron/notifications',
-  'reply-sources': '/api/plugins/conduit_push/notifications/reply-sources',
+  'e2e-notifications': { method: 'GET', path: '/api/plugins/conduit_push/e2e' },
+  'cron-notifications': { method: 'GET', path: '/api/plugins/conduit_push/cron/notifications' },
+  'reply-sources': { method: 'GET', path: '/api/plugins/conduit_push/notifications/reply-sources' },
+  'approval-answers': { method: 'POST', path: '/api/plugins/conduit_push/approvals/respond' },
 } as const;
 
 export const SERVED_CAPABILITIES: readonly string[] = Object.keys(CAPABILITY_PATHS);
