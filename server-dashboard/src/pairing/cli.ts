@@ -4,6 +4,7 @@ import { CorruptCredentialsError } from '../credentials/credential-store.js';
 import { LockTimeoutError } from '../credentials/file-lock.js';
 import { ProfileError, resolveProfileHome } from '../credentials/hermes-home.js';
 import { applyPrivacy } from '../crypto/privacy.js';
+import { PLUGIN_CAPABILITIES } from '../notifier/events.js';
 import { readPackageVersion } from '../package-version.js';
 import { cleanGatewayName, pairProfile, PairingInputError, setRedaction, unpairProfile } from './pairing.js';
 import { pluginHelloEvent, type PluginIdentity } from './plugin-hello.js';
@@ -19,9 +20,6 @@ import { sendTestPush } from './test-push.js';
  */
 export const USAGE = 'Usage: conduit push {pair|status|test|redact|unpair} [--profile NAME] [--home DIR]';
 const HELLO_TIMEOUT_MS = 4_000;
-
-/** What `plugin.hello` and test events report; the delivery pipeline announces the same identity. */
-export const DEFAULT_CAPABILITIES = ['version-reporting', 'e2e-v1'];
 
 export interface PushCliDeps {
   env: NodeJS.ProcessEnv;
@@ -44,7 +42,8 @@ export function defaultPushDeps(): PushCliDeps {
     hostname: osHostname,
     clock: Date.now,
     randomBytes: (length) => new Uint8Array(randomBytes(length)),
-    identity: { version, capabilities: DEFAULT_CAPABILITIES },
+    // The same identity the delivery pipeline announces on every event.
+    identity: { version, capabilities: [...PLUGIN_CAPABILITIES] },
   };
 }
 
