@@ -3,6 +3,10 @@ import type { WatchDeps, WatchSettings } from './deps.js';
 import { AudioBridges } from './audio-bridge.js';
 import { audioUpgradeHandler } from './audio-upgrade.js';
 import { GrantRegistry } from './grants.js';
+import { LiveActivityRegistry } from './live-activities.js';
+import { liveActivityRoutes } from './live-activity-routes.js';
+import { mapsRoutes } from './maps-routes.js';
+import { MapsTokenSource } from './maps-token.js';
 import { WATCH_DEFAULTS } from './settings.js';
 import { watchToolRoutes } from './tool-routes.js';
 
@@ -44,6 +48,9 @@ export function registerWatchFeatures(app: FastifyInstance, deps: WatchDeps): vo
       ? reply.status(400).send({ error: 'bad_upgrade' })
       : reply.status(404).send({ error: 'not_found' }),
   );
+
+  liveActivityRoutes(app, deps, new LiveActivityRegistry(deps.now));
+  mapsRoutes(app, deps, deps.config.maps ? new MapsTokenSource(deps.config.maps, deps.now) : undefined);
 
   // preClose: held requests and bridges must end before the server waits for connections to finish.
   app.addHook('preClose', async () => {

@@ -1,3 +1,4 @@
+import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { MapsKeySettings, WatchSettings } from './deps.js';
 
@@ -52,6 +53,12 @@ export function watchSeamsFromEnv(env: NodeJS.ProcessEnv): Partial<WatchSettings
       keyPem = readFileSync(keyPath, 'utf8');
     } catch {
       throw new WatchConfigError('MAPS_KEY_PATH could not be read.');
+    }
+    try {
+      createPrivateKey(keyPem);
+    } catch {
+      // Never echo the file: it is a private key.
+      throw new WatchConfigError('MAPS_KEY_PATH is not a usable private key.');
     }
     const tokenUrl = env.MAPS_TOKEN_URL?.trim() || APPLE_MAPS_TOKEN_URL;
     if (!/^https?:\/\//.test(tokenUrl)) throw new WatchConfigError('MAPS_TOKEN_URL must be an http(s) URL.');
