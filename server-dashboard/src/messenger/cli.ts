@@ -29,21 +29,22 @@ function loadConfig(args: string[]): MessengerConfig {
 async function start(config: MessengerConfig): Promise<number> {
   const log = jsonLogger();
   const agent = new HermesRunsBackend({ baseUrl: config.hermes.baseUrl, apiKey: config.hermes.apiKey });
-  const connector = MessengerConnector.start({
-    config,
-    agent,
-    log,
-    mediaRoot: process.env['RELAY_MEDIA_ROOT'] ?? null,
-  });
-  log.info('relay messenger connector started', {
-    api_origin: config.relay.origin,
-    state_dir: config.stateDir,
-    pid: process.pid,
-  });
-  const shutdown = () => void connector.stop();
-  process.once('SIGTERM', shutdown);
-  process.once('SIGINT', shutdown);
   try {
+    // Opening binds the state directory first: a changed token or origin stops here, before any work.
+    const connector = MessengerConnector.start({
+      config,
+      agent,
+      log,
+      mediaRoot: process.env['RELAY_MEDIA_ROOT'] ?? null,
+    });
+    log.info('relay messenger connector started', {
+      api_origin: config.relay.origin,
+      state_dir: config.stateDir,
+      pid: process.pid,
+    });
+    const shutdown = () => void connector.stop();
+    process.once('SIGTERM', shutdown);
+    process.once('SIGINT', shutdown);
     await connector.done;
     return 0;
   } catch (err) {

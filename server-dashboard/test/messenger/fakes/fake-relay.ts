@@ -9,6 +9,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { ValidateFunction } from 'ajv';
 import { loadRelayContract, type RelayContract } from './relay-contract.js';
 
 type Json = Record<string, unknown>;
@@ -158,11 +159,13 @@ export class FakeRelay {
     op: string | null,
     status: number,
     body?: unknown,
-    validator?: ((d: unknown) => boolean) | null,
+    validator?: ValidateFunction | null,
   ) {
     if (body !== undefined) {
-      if (validator && !validator(body))
-        this.contractViolations.push(`fake answered ${op} ${status} outside the contract`);
+      if (validator && !validator(body)) {
+        const why = JSON.stringify(validator.errors?.slice(0, 2));
+        this.contractViolations.push(`fake answered ${op} ${status} outside the contract: ${why}`);
+      }
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     } else {
       res.writeHead(status).end();
