@@ -80,4 +80,29 @@ describe('PolledEndpointer', () => {
     endpointer.append(frames(100, 20), 1_100_000);
     expect(endpointer.poll(1_100_000)).toEqual([{ type: 'calibrated', atUs: 1_100_000, noiseRms: 100 }]);
   });
+
+  it('asks for a speculative transcription once per pause and discards it when speech resumes', () => {
+    const endpointer = new PolledEndpointer(new AdaptiveRmsGate({ initialNoiseRms: 50 }), {
+      silenceDurationUs: 1_000_000,
+      asrPrefetchSilenceUs: 400_000,
+      maxCaptureSamples: MAX_CAPTURE_SAMPLES,
+    });
+    const events: EndpointEvent[] = [];
+    let now = 0;
+    const step = (level: number): void => {
+      now += 200_000;
+      events.push(...endpointer.append(frames(level, 10), now), ...endpointer.poll(now));
+    };
+    step(800);
+    for (let i = 0; i < 3; i++) step(50);
+    step(800);
+    for (let i = 0; i < 5; i++) step(50);
+    expect(events.map((event) => `${event.type}@${event.atUs / 1000}`)).toEqual([
+      'speech_started@200',
+      'prefetch@600',
+      'prefetch_discarded@1000',
+      'prefetch@1400',
+      'utterance@2000',
+    ]);
+  });
 });
