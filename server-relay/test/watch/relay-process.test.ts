@@ -1,0 +1,225 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createRelayClient } from '@conduit/generated/relay/client';
+import { ApnsSimulator } from '../../src/apns/simulator.js';
+import { providerKeyPair } from '../apns/keys.js';
+import { audioMessage, open, RawClient, refused } from './ws-clients.js';
+import { b64, sealedCall, watchKey } from './harness.js';
+
+/**
+ * The Watch features through a real relay process (src/main.ts, configured only by its
+ * environment): the relay core's own authentication, rate limiter and APNs sender (the HTTP/2
+ * client against the simulator, trusted through NODE_EXTRA_CA_CERTS), with short WATCH_* seams.
+ */
+const TOPIC = 'com.example.conduit';
+const root = resolve(fileURLToPath(import.meta.url), '../../../..');
+const dir = mkdtempSync(join(tmpdir(), 'relay-watch-process-'));
+const key = providerKeyPair();
+let simulator: ApnsSimulator;
+let child: ChildProcess;
+let output = '';
+let baseUrl: string;
+let port: number;
+let relay: ReturnType<typeof createRelayClient>;
+let device: { authorization: string; installationId: string };
+let gateway: { authorization: string };
+
+function freePort(): Promise<number> {
+  return new Promise((done) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port: p } = probe.address() as { port: number };
+      probe.close(() => done(p));
+    });
+  });
+}
+
+beforeAll(async () => {
+  simulator = await ApnsSimulator.start({ publicKey: key.publicPem, keyId: 'KEYID12345', teamId: 'TEAMID6789' });
+  writeFileSync(join(dir, 'apns.p8'), key.privatePem, { mode: 0o600 });
+  writeFileSync(join(dir, 'simulator-ca.pem'), simulator.ca);
+  port = await freePort();
+  baseUrl = `http://127.0.0.1:${port}`;
+  child = spawn(join(root, 'node_modules/.bin/tsx'), [join(root, 'server-relay/src/main.ts')], {
+    cwd: root,
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      PUBLIC_URL: 'https://relay.example',
+      DATA_PATH: join(dir, 'relay.sqlite'),
+      DATABASE_URL: '',
+      APNS_TOPIC: TOPIC,
+      APNS_KEY_PATH: join(dir, 'apns.p8'),
+      APNS_KEY_ID: 'KEYID12345',
+      APNS_TEAM_ID: 'TEAMID6789',
+      APNS_ORIGIN: simulator.origin,
+      NODE_EXTRA_CA_CERTS: join(dir, 'simulator-ca.pem'),
+      WATCH_CALL_WAIT_MS: '400',
+      WATCH_AUDIO_IDLE_MS: '5000',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr?.on('data', (c: Buffer) => (output += c.toString()));
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`relay exited ${child.exitCode}:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`relay did not start:\n${output}`);
+    const ok = await fetch(`${baseUrl}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  relay = createRelayClient({ baseUrl });
+  const registered = await relay.POST('/v1/installations', {
+    body: { bundle_id: TOPIC, device_token: randomBytes(32).toString('hex'), environment: 'production' },
+  });
+  expect(registered.response.status).toBe(201);
+  const credential = registered.data!.credential;
+  const installationId = credential.split('.')[0]!;
+  device = { authorization: `Bearer ${credential}`, installationId };
+  const pairing = await relay.POST('/v1/installations/{id}/pairings', {
+    params: { path: { id: installationId } },
+    headers: { authorization: device.authorization },
+    body: {},
+  });
+  const claimed = await relay.POST('/v1/pairings/claim', { body: { pairing_code: pairing.data!.pairing_code } });
+  expect(claimed.response.status).toBe(200);
+  gateway = { authorization: `Bearer ${claimed.data!.credential}` };
+}, 120_000);
+
+afterAll(async () => {
+  if (child && child.exitCode === null) {
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+  }
+  await simulator?.close();
+});
+
+async function grant(audio = false) {
+  const watch = watchKey();
+  const { data, response } = await relay.POST('/v1/watch-tools/grants', {
+    headers: { authorization: gateway.authorization },
+    body: { watch_key_sha256: watch.sha256, ttl_s: 600, max_calls: 10, audio },
+  });
+  expect(response.status).toBe(201);
+  return { gid: data!.grant_id, watch, callWaitMs: data!.call_wait_ms };
+}
+
+describe('the Watch features in a real relay process', () => {
+  it('lists the Watch capabilities in /v1/meta', async () => {
+    const { data } = await relay.GET('/v1/meta', { headers: { authorization: device.authorization } });
+    expect(data?.capabilities).toEqual(
+      expect.arrayContaining(['watch-tools-v1', 'watch-audio-v1', 'live-activities-v1', 'maps-token-v1']),
+    );
+  });
+
+  it('carries a sealed Watch call to the host and back, and times out with WATCH_CALL_WAIT_MS', async () => {
+    const { gid, watch, callWaitMs } = await grant();
+    expect(callWaitMs).toBe(400);
+    const call = sealedCall();
+    const pending = relay.POST('/v1/watch-tools/grants/{gid}/calls', {
+      params: { path: { gid } },
+      headers: { authorization: watch.authorization },
+      body: call,
+    });
+    const poll = await relay.GET('/v1/watch-tools/grants/{gid}/calls', {
+      params: { path: { gid }, query: { wait_ms: '5000' } },
+      headers: { authorization: gateway.authorization },
+    });
+    expect(poll.data).toEqual({ calls: [call] });
+    const answer = { n: b64(12), ct: b64(500) };
+    await relay.POST('/v1/watch-tools/grants/{gid}/results/{rid}', {
+      params: { path: { gid, rid: call.rid } },
+      headers: { authorization: gateway.authorization },
+      body: answer,
+    });
+    expect((await pending).data).toEqual(answer);
+    const unanswered = await relay.POST('/v1/watch-tools/grants/{gid}/calls', {
+      params: { path: { gid } },
+      headers: { authorization: watch.authorization },
+      body: sealedCall(),
+    });
+    expect(unanswered.response.status).toBe(504);
+    expect(unanswered.error).toEqual({ error: 'host_timeout' });
+    // The relay core's wire conventions apply to our routes too.
+    expect(unanswered.response.headers.get('cache-control')).toBe('no-store');
+    const bad = await fetch(`${baseUrl}/v1/watch-tools/grants/${gid}/calls`, {
+      method: 'POST',
+      headers: { authorization: watch.authorization },
+      body: '{not json',
+    });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ error: 'invalid_json' });
+  });
+
+  it('bridges audio between real WebSockets, refuses other upgrade paths with 404', async () => {
+    const { gid, watch } = await grant(true);
+    const ws = `ws://127.0.0.1:${port}/v1/watch-audio/${gid}`;
+    expect(await refused(`${ws}/host`, device.authorization)).toEqual({ status: 401, body: { error: 'unauthorized' } });
+    const host = await open(`${ws}/host`, gateway.authorization);
+    const wrist = await open(`${ws}/watch`, watch.authorization);
+    await vi.waitFor(() => expect(host.messages).toHaveLength(1));
+    const up = audioMessage(3_840);
+    const down = audioMessage(1_920);
+    wrist.ws.send(up);
+    host.ws.send(down);
+    await vi.waitFor(() => expect(host.messages).toHaveLength(2));
+    await vi.waitFor(() => expect(wrist.messages).toHaveLength(1));
+    expect(host.messages[1]!.equals(up)).toBe(true);
+    expect(wrist.messages[0]!.equals(down)).toBe(true);
+    const stray = await RawClient.connect(port, '/v1/elsewhere', {});
+    expect(stray.status.split('\r\n')[0]).toBe('HTTP/1.1 404 Not Found');
+    stray.socket.destroy();
+    wrist.ws.close();
+    host.ws.close();
+    await Promise.all([wrist.closed, host.closed]);
+  });
+
+  it('pushes Live Activity progress through the APNs HTTP/2 client', async () => {
+    const pushToken = randomBytes(32).toString('hex');
+    const registered = await relay.PUT('/v1/live-activities', {
+      headers: { authorization: device.authorization },
+      body: { push_token: pushToken, session_ids: ['s-1'] },
+    });
+    expect(registered.response.status).toBe(200);
+    const before = simulator.requests.length;
+    const { data } = await relay.POST('/v1/live-activities/progress', {
+      headers: { authorization: gateway.authorization },
+      body: { session_id: 's-1', phase: 'thinking', tool_count: 0, started_at: 1_800_000_000 },
+    });
+    expect(data).toEqual({ watching: true, sent: 1 });
+    const push = simulator.requests[before];
+    expect(push?.deviceToken).toBe(pushToken);
+    expect(push?.headers['apns-topic']).toBe(`${TOPIC}.push-type.liveactivity`);
+    expect(push?.jwtClaims?.iss).toBe('TEAMID6789');
+  });
+
+  it('answers 404 maps_unavailable without a Maps key', async () => {
+    const { response, error } = await relay.POST('/v1/maps/token', {
+      headers: { authorization: gateway.authorization },
+    });
+    expect(response.status).toBe(404);
+    expect(error).toEqual({ error: 'maps_unavailable' });
+  });
+
+  it('SIGTERM closes open bridges with 1001 and the process exits', async () => {
+    const { gid, watch } = await grant(true);
+    const ws = `ws://127.0.0.1:${port}/v1/watch-audio/${gid}`;
+    const host = await open(`${ws}/host`, gateway.authorization);
+    const wrist = await open(`${ws}/watch`, watch.authorization);
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    expect((await host.closed).code).toBe(1001);
+    expect((await wrist.closed).code).toBe(1001);
+    expect(await exited).toBe(0);
+  });
+});
