@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { createRelayClient, type operations } from '@conduit/generated/relay/client';
-import type { OutgoingEvent } from '../crypto/host-event.js';
+import type { HostEvent, OutgoingEvent } from '../crypto/host-event.js';
 import { createRelayFetch, RelayTransportError } from './relay-http.js';
 
 /**
@@ -75,12 +75,22 @@ function isRelayEventType(type: string): type is RelayEventBody['type'] {
 /** The outgoing event as the relay contract types it (a fresh object, so nested records are plain). */
 function relayEventBody(event: OutgoingEvent): RelayEventBody {
   if (!isRelayEventType(event.type)) throw new RelayRejected(400, 'invalid_event_type');
-  const { type, ...rest } = event;
-  const body: RelayEventBody = { ...rest, type } as Omit<typeof rest, 'decision' | 'call'> & {
-    type: RelayEventBody['type'];
-  };
-  if ('decision' in event && event.decision) body.decision = { ...event.decision };
-  if ('call' in event && event.call) body.call = { ...event.call };
+  const body: RelayEventBody = { type: event.type, event_id: event.event_id };
+  if (event.plugin_version !== undefined) body.plugin_version = event.plugin_version;
+  if (event.plugin_capabilities !== undefined) body.plugin_capabilities = [...event.plugin_capabilities];
+  if ('e2e' in event) {
+    // Sealed: only routing data travels beside the envelope.
+    body.e2e = { ...event.e2e };
+    if (event.clarify) body.clarify = { ...event.clarify, qids: [...event.clarify.qids] };
+    return body;
+  }
+  const plain: Partial<HostEvent> = event;
+  for (const field of ['title', 'body', 'session_id', 'profile', 'gateway'] as const) {
+    const value = plain[field];
+    if (value !== undefined) body[field] = value;
+  }
+  if (plain.decision) body.decision = { ...plain.decision };
+  if (plain.call) body.call = { ...plain.call };
   return body;
 }
 
