@@ -87,9 +87,13 @@ export class EspeakTextToSpeech implements TextToSpeech {
     this.label = `espeak-ng:${this.voice}`;
   }
 
-  /** Compiles the WebAssembly module ahead of the first reply. */
+  /**
+   * Compiles the WebAssembly module ahead of the first reply and speaks one word, so a voice that espeak-ng
+   * does not have fails at startup rather than on the first reply.
+   */
   async warmUp(): Promise<void> {
     await compiledEspeak();
+    for await (const _chunk of this.synthesize('ok')) break;
   }
 
   async *synthesize(text: string, options: SynthesizeOptions = {}): AsyncIterable<Int16Array> {

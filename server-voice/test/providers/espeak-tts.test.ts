@@ -41,6 +41,11 @@ describe('EspeakTextToSpeech (offline default)', () => {
     await expect(speak(tts, 'Hello', controller.signal)).rejects.toMatchObject({ name: 'AbortError' });
   });
 
+  it('fails warm-up for a voice espeak-ng does not have', async () => {
+    await expect(new EspeakTextToSpeech({ voice: 'zz-qq' }).warmUp()).rejects.toThrow(/voice does not exist/);
+    await expect(new EspeakTextToSpeech({ voice: 'en-gb' }).warmUp()).resolves.toBeUndefined();
+  });
+
   it('validates the voice name and speaking rate', () => {
     expect(() => new EspeakTextToSpeech({ voice: 'en-us; rm -rf /' })).toThrow(SpeechProviderError);
     expect(() => new EspeakTextToSpeech({ wordsPerMinute: 1000 })).toThrow(/words per minute/);
