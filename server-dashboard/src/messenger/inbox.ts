@@ -271,11 +271,12 @@ export class Inbox {
    * turn would block the event loop on three extra fsyncs.
    */
   private relaxed<T>(fn: () => T): T {
-    this.db.pragma('synchronous = NORMAL');
+    // Cached statements: db.pragma() prepares a new statement on every call.
+    this.sql('PRAGMA synchronous = NORMAL').run();
     try {
       return fn();
     } finally {
-      this.db.pragma('synchronous = FULL');
+      this.sql('PRAGMA synchronous = FULL').run();
     }
   }
 

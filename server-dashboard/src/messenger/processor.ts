@@ -112,8 +112,9 @@ export class InboxProcessor {
     try {
       do {
         this.wakeAgain = false;
+        // Checked once per pass: a replaced directory or a rebound database stops all intake.
+        if (this.inHand < MAX_ROWS_IN_HAND) this.o.inbox.assertBound();
         while (this.running && this.inHand < MAX_ROWS_IN_HAND) {
-          this.o.inbox.assertBound();
           const row = this.o.inbox.nextPending();
           if (row === null) break;
           this.inHand += 1;
