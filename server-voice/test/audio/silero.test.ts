@@ -2,6 +2,7 @@ import { copyFile, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PolledEndpointer } from '../../src/audio/conference-endpointer.js';
 import { EnergyDetectorFactory } from '../../src/audio/energy-detector.js';
 import { InputAudioDetection } from '../../src/audio/input-detection.js';
 import { concatPcm } from '../../src/audio/pcm.js';
@@ -165,5 +166,24 @@ describe('endpointing with a detector', () => {
     await detection.setMuted(false, nowUs);
     const after = await feed(silencePcm(400));
     expect(after.map((event) => event.type)).toEqual(['calibrated']);
+  });
+
+  it('Silero on the polled transport: each poll scores only the audio not yet classified', async () => {
+    const detector = factory.create();
+    const endpointer = new PolledEndpointer(detector.createGate(), settings);
+    const input = concatPcm([silencePcm(800), speech, silencePcm(1600)]);
+    const events: EndpointEvent[] = [];
+    const pollSamples = 9600; // 200 ms
+    for (let start = 0, nowUs = 200_000; start < input.length; start += pollSamples, nowUs += 200_000) {
+      events.push(...endpointer.append(input.subarray(start, start + pollSamples), nowUs));
+      const probability = await detector.score(endpointer.unclassified());
+      events.push(...endpointer.poll(nowUs, probability));
+    }
+    expect(events.map((event) => event.type)).toEqual(['calibrated', 'speech_started', 'utterance']);
+    const utterance = events[2];
+    if (utterance?.type !== 'utterance') throw new Error('no utterance');
+    // Cut to keep 100 ms of trailing silence: at least the speech, at most speech + pre-roll + one poll.
+    expect(utterance.pcm.length).toBeGreaterThanOrEqual(speech.length - 9600);
+    expect(utterance.pcm.length).toBeLessThanOrEqual(speech.length + 24_000 + 2 * 9600);
   });
 });
