@@ -28,12 +28,15 @@ export class RelayUnreachable extends Error {
   }
 }
 
-export const claimAnswer = z.object({
-  installation_id: z.string().regex(/^[0-9a-f-]{1,64}$/),
-  gateway_id: z.string().regex(/^[0-9a-f-]{1,64}$/),
-  credential: z.string().regex(/^[0-9a-f-]+\.[0-9a-f-]+\.[A-Za-z0-9_-]+$/),
-  relay_url: z.string().optional(),
-});
+export const claimAnswer = z
+  .object({
+    installation_id: z.string().regex(/^[0-9a-f-]{1,64}$/),
+    gateway_id: z.string().regex(/^[0-9a-f-]{1,64}$/),
+    credential: z.string().regex(/^[0-9a-f-]+\.[0-9a-f-]+\.[A-Za-z0-9_-]+$/),
+    relay_url: z.string().optional(),
+  })
+  // The credential names the pairing it belongs to; one that names another would authenticate elsewhere.
+  .refine((answer) => answer.credential.startsWith(`${answer.installation_id}.${answer.gateway_id}.`));
 export type ClaimAnswer = z.infer<typeof claimAnswer>;
 
 export const eventAnswer = z.object({

@@ -73,6 +73,27 @@ describe('which relay address a pairing keeps', () => {
   });
 });
 
+describe('the claim answer', () => {
+  it('is refused, and nothing saved, when the credential does not belong to the ids it came with', async () => {
+    const relay = new PairingRelay();
+    await relay.start();
+    try {
+      relay.claimRewrite = (answer) => ({ ...answer, credential: `${answer.installation_id}.someone-else.c2VjcmV0` });
+      const claim = pairProfile({
+        home,
+        pairingCode: relay.mintCode(),
+        relayUrl: relay.url,
+        gatewayName: 'box Hermes',
+        relay: createRelayApi({ userAgent: 'test' }),
+      });
+      await expect(claim).rejects.toThrow(/unreadable body/);
+      expect(await readCredentials(home)).toBeNull();
+    } finally {
+      await relay.stop();
+    }
+  });
+});
+
 describe('re-pairing', () => {
   it('keeps the E2E key when the same phone and gateway pair again, and the redaction choice always', async () => {
     const e2e = { kid: 'a'.repeat(32), secret: encodeBase64Url(randomBytes(32)), created_at: '2026-01-01T00:00:00Z' };

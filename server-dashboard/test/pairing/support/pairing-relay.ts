@@ -31,6 +31,8 @@ export class PairingRelay {
   redirectTo: string | null = null;
   /** When set, the next claim answers this status and error code. */
   claimFailure: { status: number; error: string } | null = null;
+  /** When set, rewrites a successful claim answer before it is sent. */
+  claimRewrite: ((answer: Record<string, string>) => Record<string, string>) | null = null;
   installationId = randomUUID();
   private readonly codes = new Set<string>();
   private server: http.Server | https.Server | null = null;
@@ -95,12 +97,13 @@ export class PairingRelay {
       const gatewayId = randomUUID();
       const credential = `${this.installationId}.${gatewayId}.${randomBytes(32).toString('base64url')}`;
       this.live.add(credential);
-      return this.reply(res, 200, {
+      const answer = {
         installation_id: this.installationId,
         gateway_id: gatewayId,
         credential,
         relay_url: this.publicUrl ?? this.url,
-      });
+      };
+      return this.reply(res, 200, this.claimRewrite ? this.claimRewrite(answer) : answer);
     }
     if (!bearer || !this.live.has(bearer)) return this.reply(res, 401, { error: 'unauthorized' });
     if (req.method === 'DELETE' && path === '/v1/gateways/current') {
