@@ -12,7 +12,7 @@
  * DATABASE_URL_PG (else the local server at 127.0.0.1:5432, else embedded PostgreSQL).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -91,15 +91,28 @@ interface Figures {
   p50: number;
   p99: number;
   non2xx: number;
+  /** CPU time the relay process spent per request: independent of what else the machine runs. */
+  cpuMsPerRequest: number;
 }
 
-async function run(options: autocannon.Options): Promise<Figures> {
+const TICK_MS = 10; // USER_HZ = 100 on Linux
+
+/** utime + stime of a process, in ms (Linux /proc). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+}
+
+async function run(pid: number, options: autocannon.Options): Promise<Figures> {
+  const before = cpuMs(pid);
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...options });
+  const spent = cpuMs(pid) - before;
   return {
     requestsPerS: Math.round(result.requests.average),
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,
+    cpuMsPerRequest: Math.round((spent / Math.max(1, result.requests.total)) * 1000) / 1000,
   };
 }
 
@@ -128,7 +141,7 @@ async function bench(
   const db = await database(kind);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'relay-bench-capture-'));
   try {
-    const seeded = await seed(db.url, installations, withWrites ? 200_000 : 0);
+    const seeded = await seed(db.url, installations, withWrites ? 50_000 : 0);
     const relay = await startRelayProcess(
       {
         PUBLIC_URL: 'https://bench.example.test',
@@ -152,7 +165,8 @@ async function bench(
     const out: Record<string, Figures> = {};
     try {
       let n = 0;
-      out.events = await run({
+      const pid = relay.child.pid ?? 0;
+      out.events = await run(pid, {
         url: `${relay.url}/v1/events`,
         method: 'POST',
         requests: [
@@ -174,7 +188,7 @@ async function bench(
         ],
       });
       if (withWrites) {
-        out.registration = await run({
+        out.registration = await run(pid, {
           url: `${relay.url}/v1/installations`,
           method: 'POST',
           requests: [
@@ -192,7 +206,7 @@ async function bench(
           ],
         });
         let c = 0;
-        out.claim = await run({
+        out.claim = await run(pid, {
           url: `${relay.url}/v1/pairings/claim`,
           method: 'POST',
           requests: [
@@ -226,13 +240,18 @@ for (const kind of STORES) {
   for (const installations of [1_000, 50_000]) {
     const figures = await bench(kind, installations, installations === 50_000);
     for (const [route, f] of Object.entries(figures)) {
-      const line = `| ${kind} | ${installations.toLocaleString('en-US')} | ${route} | ${f.requestsPerS} | ${f.p50} | ${f.p99} | ${f.non2xx} |`;
+      const line = `| ${kind} | ${installations.toLocaleString('en-US')} | ${route} | ${f.requestsPerS} | ${f.p50} | ${f.p99} | ${f.cpuMsPerRequest} | ${f.non2xx} |`;
       rows.push(line);
       console.log(line);
     }
   }
 }
-console.log(`\n${CONNECTIONS} connections, ${DURATION_S} s per run, ${os.cpus().length} CPUs, Node ${process.version}`);
-console.log('| store | installations | route | req/s | p50 ms | p99 ms | non-2xx |');
-console.log('|---|---|---|---|---|---|---|');
+console.log(
+  `\n${CONNECTIONS} connections, ${DURATION_S} s per run, ${os.cpus().length} CPUs, Node ${process.version}, load average ${os
+    .loadavg()
+    .map((value) => value.toFixed(1))
+    .join(' ')}`,
+);
+console.log('| store | installations | route | req/s | p50 ms | p99 ms | relay CPU ms/req | non-2xx |');
+console.log('|---|---|---|---|---|---|---|---|');
 for (const row of rows) console.log(row);
