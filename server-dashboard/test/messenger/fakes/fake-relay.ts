@@ -381,17 +381,22 @@ export class FakeRelay {
 
   private paymentRequestBody(body: Json): Json {
     const id = randomUUID();
+    const now = nowIso();
     return {
       id,
-      checkout_url: `https://pay.relayapp.im/c/${id}`,
-      description: body['description'],
-      category: body['category'],
-      mode: body['mode'] ?? 'payment',
+      object: 'payment_request',
       status: 'requested',
+      mode: body['mode'] ?? 'payment',
       amount: body['amount'] ?? 0,
       currency: body['currency'] ?? 'usd',
-      created_at: nowIso(),
+      description: body['description'],
+      category: body['category'],
+      checkout_url: `https://pay.relayapp.im/c/${id}`,
       expires_at: new Date(Date.now() + 23 * 3600_000).toISOString(),
+      metadata: {},
+      stripe: { payment_intent_id: `pi_${id.replace(/-/g, '')}` },
+      created_at: now,
+      updated_at: now,
     };
   }
 
