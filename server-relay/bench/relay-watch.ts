@@ -326,7 +326,7 @@ async function main(): Promise<void> {
     const bridged = await audioThroughRelay(relay, gateways, port, child.pid!);
     console.log('\nAudio bridge');
     console.log(
-      `  throughput through the relay: ${(bridged.bytesPerS / 1024 / 1024).toFixed(2)} MB/s (target ${((BRIDGES * 2 * 48_000) / 1024 / 1024).toFixed(2)} MB/s), ${bridged.latency.n} messages`,
+      `  throughput through the relay: ${(bridged.bytesPerS / 1e6).toFixed(2)} MB/s (offered ${((BRIDGES * 2 * 48_000) / 1e6).toFixed(2)} MB/s); ${bridged.latency.n} of ${bridged.sent} messages delivered`,
     );
     console.log(
       `  one-way latency via relay:    p50 ${fmt(bridged.latency.p50)}  p99 ${fmt(bridged.latency.p99)}  max ${fmt(bridged.latency.max)}`,
