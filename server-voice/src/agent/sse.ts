@@ -20,6 +20,8 @@ export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortS
       buffer += decoder.decode(value, { stream: true });
       let newline: number;
       while ((newline = buffer.search(/\r\n|\n|\r/)) >= 0) {
+        // A CR at the very end may be the first half of a CRLF split across chunks: wait for the next byte.
+        if (newline === buffer.length - 1 && buffer.endsWith('\r')) break;
         const line = buffer.slice(0, newline);
         buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
         if (line === '') {

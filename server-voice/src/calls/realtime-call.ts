@@ -59,6 +59,7 @@ export class RealtimeCall {
   private readonly sttController = new AbortController();
   private closing: Promise<void> | null = null;
   private lastSequence: number | null = null;
+  private connected = false;
   /** Inbound packets that failed to decode (a corrupt payload is dropped, never fatal). */
   badPackets = 0;
   private markClosed: () => void = () => undefined;
@@ -114,6 +115,7 @@ export class RealtimeCall {
         onEventsChannel: (channel) => this.openChannel(channel),
         onAudioPayload: (payload, sequence) => this.onAudio(payload, sequence),
         onConnectionState: (state) => {
+          if (state === 'connected') this.connected = true;
           if (state === 'failed' || state === 'closed' || state === 'disconnected')
             void this.close(`connection ${state}`);
         },
@@ -121,10 +123,18 @@ export class RealtimeCall {
     );
   }
 
-  /** Applies the offer; the answer carries every host candidate (non-trickle). */
-  async answer(offerSdp: string): Promise<string> {
+  /**
+   * Applies the offer; the answer carries every host candidate (non-trickle). A peer that has not connected
+   * within `connectDeadlineMs` after the answer is closed, so an abandoned setup cannot hold a call slot.
+   */
+  async answer(offerSdp: string, connectDeadlineMs: number): Promise<string> {
     const answer = await this.peer.answer(offerSdp);
     this.output.start();
+    const timer = setTimeout(() => {
+      if (!this.connected) void this.close('connection not established');
+    }, connectDeadlineMs);
+    timer.unref();
+    void this.closed.then(() => clearTimeout(timer));
     return answer;
   }
 

@@ -21,6 +21,8 @@ export interface PeerOptions {
    * client on the same machine (tests, probes, a local kiosk) cannot connect.
    */
   loopbackCandidate: boolean;
+  /** Pair only loopback candidates (local clients: tests, probes, benchmarks), as the loopback recipe does. */
+  loopbackOnly?: boolean;
 }
 
 export function peerConfig(options: PeerOptions): Partial<PeerConfig> {
@@ -35,6 +37,12 @@ export function peerConfig(options: PeerOptions): Partial<PeerConfig> {
     bundlePolicy: 'max-bundle',
     iceUseIpv6: false,
     ...(options.loopbackCandidate ? { iceAdditionalHostAddresses: ['127.0.0.1'] } : {}),
+    ...(options.loopbackOnly
+      ? {
+          iceFilterCandidatePair: (pair: { localCandidate: { host: string }; remoteCandidate: { host: string } }) =>
+            pair.localCandidate.host === '127.0.0.1' && pair.remoteCandidate.host === '127.0.0.1',
+        }
+      : {}),
     codecs: { audio: [new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48000, channels: 2 })] },
   };
 }
@@ -90,7 +98,13 @@ export class CallPeer {
     await audio.sender.replaceTrack(this.outbound);
     this.transceiver = audio;
     const answer = await this.pc.createAnswer();
-    await this.pc.setLocalDescription(answer);
+    // The gateway takes the DTLS server role (a=setup:passive, which RFC 5763 lets the answerer choose):
+    // werift's DTLS client fails the handshake when a slow peer answers a retransmitted ClientHello twice,
+    // while its DTLS server copes with a client's retransmissions. Browsers and werift clients both accept it.
+    await this.pc.setLocalDescription({
+      type: 'answer',
+      sdp: answer.sdp.replace(/^a=setup:active(\r?)$/gm, 'a=setup:passive$1'),
+    });
     const local = this.pc.localDescription;
     if (!local) throw new Error('no local description');
     return local.sdp;

@@ -15,6 +15,7 @@ export function prepareSpeechText(text: string): string {
     .replace(/[*_`#[\]()]/g, '')
     .replace(/\n\s*\n+/g, '\n')
     .replace(/[ \t]+/g, ' ')
+    .replace(/ *\n */g, '\n')
     .trim()
     .slice(0, MAX_SPOKEN_CHARS);
 }
@@ -59,21 +60,19 @@ export class ClauseSplitter {
   }
 
   private nextCut(): number | null {
-    // An odd number of fences means a code block is still open: wait for it.
-    const fences = this.pending.match(/```/g)?.length ?? 0;
-    if (fences % 2 === 1) return null;
-    SENTENCE_END.lastIndex = 0;
-    const sentence = SENTENCE_END.exec(this.pending);
-    SOFT_BREAK.lastIndex = 0;
-    let soft: RegExpExecArray | null;
-    let softCut: number | null = null;
-    while ((soft = SOFT_BREAK.exec(this.pending))) {
-      if (soft.index + 1 >= MIN_COMMA_CLAUSE_CHARS) {
-        softCut = soft.index + 1;
-        break;
+    const text = this.pending;
+    // An odd number of fences before a position means it sits inside a code block.
+    const insideCode = (index: number) => (text.slice(0, index).match(/```/g)?.length ?? 0) % 2 === 1;
+    const firstOutside = (pattern: RegExp, accept: (match: RegExpExecArray) => boolean): number | null => {
+      pattern.lastIndex = 0;
+      let match: RegExpExecArray | null;
+      while ((match = pattern.exec(text))) {
+        if (!insideCode(match.index) && accept(match)) return match.index + match[0].length;
       }
-    }
-    const sentenceCut = sentence ? sentence.index + sentence[0].length : null;
+      return null;
+    };
+    const sentenceCut = firstOutside(SENTENCE_END, () => true);
+    const softCut = firstOutside(SOFT_BREAK, (match) => match.index + 1 >= MIN_COMMA_CLAUSE_CHARS);
     if (sentenceCut !== null && (softCut === null || sentenceCut <= softCut)) return sentenceCut;
     return softCut;
   }

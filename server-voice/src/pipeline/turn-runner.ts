@@ -89,6 +89,9 @@ export class TurnRunner {
     const { protocol, agent, log } = this.options;
     const signal = turn.controller.signal;
     let responseId = firstResponseId;
+    /** Everything the agent wrote this turn; the current response shows what came after the last tool call. */
+    let agentText = '';
+    let boundary = 0;
     let caption = '';
     /** What has been handed to speech, so a snapshot that extends it speaks only the new part. */
     let spokenSource = '';
@@ -109,6 +112,7 @@ export class TurnRunner {
       const result = await protocol.requestClientTool(responseId, name, args);
       if (signal.aborted) throw new Error('cancelled');
       responseId = result.responseId;
+      boundary = agentText.length;
       caption = '';
       spokenSource = '';
       turn.speaker = this.newSpeaker(responseId);
@@ -129,14 +133,17 @@ export class TurnRunner {
         const step = await reply.next();
         if (signal.aborted) return;
         if (step.done) {
-          finalText = step.value;
+          // The final text of this response is what follows the last tool boundary.
+          finalText = step.value.startsWith(agentText.slice(0, boundary)) ? step.value.slice(boundary) : step.value;
           break;
         }
         if (step.value.type === 'delta') {
+          agentText += step.value.text;
           caption += step.value.text;
           say(step.value.text);
         } else {
-          caption = step.value.text;
+          agentText = step.value.text;
+          caption = agentText.slice(boundary);
           if (caption.startsWith(spokenSource)) say(caption.slice(spokenSource.length));
           else {
             // Revised text: what was spoken stays spoken; the revision is shown, and only new text is read.

@@ -90,7 +90,7 @@ export async function callRoutes(app: FastifyInstance, deps: CallRoutesDeps): Pr
           call = new RealtimeCall(id, verdict.identity, session, services, (closed) => registry.remove(closed.id));
           let answer: string;
           try {
-            answer = await underDeadline(call.answer(offer.sdp), controller.signal);
+            answer = await underDeadline(call.answer(offer.sdp, config.callSetupTimeoutMs), controller.signal);
           } catch {
             throw new SetupError(400, CALL_SETUP_ERRORS.invalidOffer);
           }

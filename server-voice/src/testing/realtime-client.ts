@@ -15,6 +15,7 @@ import type { ServerEvent } from '@conduit/contracts/voice/events';
 import { FRAME_SAMPLES } from '../audio/types.js';
 import { peerConfig } from '../media/call-peer.js';
 import { OpusDecoder, OpusEncoder } from '../media/opus-codec.js';
+import { warmUpWebrtc } from '../media/warm-up.js';
 
 export interface ReceivedEvent {
   event: ServerEvent;
@@ -36,6 +37,8 @@ export interface ConnectOptions {
   keepPcm?: boolean;
   path?: string;
   now?: () => number;
+  /** How long to wait for the events channel after the answer (default 20 s). */
+  openTimeoutMs?: number;
   /** Start the live microphone (silence until `speak`) right after connecting; default true. */
   microphone?: boolean;
 }
@@ -65,7 +68,8 @@ export class RealtimeClient {
   }
 
   static async connect(options: ConnectOptions): Promise<RealtimeClient> {
-    const pc = new RTCPeerConnection(peerConfig({ iceServers: [], loopbackCandidate: true }));
+    await warmUpWebrtc();
+    const pc = new RTCPeerConnection(peerConfig({ iceServers: [], loopbackCandidate: true, loopbackOnly: true }));
     const track = new MediaStreamTrack({ kind: 'audio' });
     const transceiver = pc.addTransceiver(track, { direction: 'sendrecv' });
     const channel = pc.createDataChannel('oai-events');
@@ -109,7 +113,18 @@ export class RealtimeClient {
     }
     client.callId = (response.headers.get('location') ?? '').split('/').pop() ?? '';
     await pc.setRemoteDescription({ type: 'answer', sdp: answer });
-    await client.channelOpen;
+    const timeout = new Promise<never>((_, reject) =>
+      setTimeout(
+        () => reject(new Error(`the events channel did not open within ${options.openTimeoutMs ?? 20_000} ms`)),
+        options.openTimeoutMs ?? 20_000,
+      ).unref(),
+    );
+    try {
+      await Promise.race([client.channelOpen, timeout]);
+    } catch (error) {
+      await pc.close();
+      throw error;
+    }
     if (options.microphone !== false) client.startMicrophone();
     return client;
   }

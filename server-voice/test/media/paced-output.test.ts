@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { FRAME_SAMPLES } from '../../src/audio/types.js';
+import { ManualFrameClock, SharedFrameClock } from '../../src/media/frame-clock.js';
+import { MAX_QUEUED_FRAMES, PacedOutput } from '../../src/media/paced-output.js';
+import { OpusDecoder, OpusEncoder } from '../../src/media/opus-codec.js';
+
+const tone = (value: number) => new Int16Array(FRAME_SAMPLES).fill(value);
+
+function recorder() {
+  const clock = new ManualFrameClock();
+  const sent: { value: number; silent: boolean }[] = [];
+  const output = new PacedOutput(clock, (frame, info) => sent.push({ value: frame[0] ?? 0, silent: info.silent }));
+  output.start();
+  return { clock, sent, output };
+}
+
+describe('PacedOutput', () => {
+  it('sends one frame per 20 ms tick: silence when idle, queued speech in order, then silence again', async () => {
+    const { clock, sent, output } = recorder();
+    clock.advance(40);
+    await output.write(tone(1), output.epoch);
+    await output.write(tone(2), output.epoch);
+    clock.advance(80);
+    expect(sent).toEqual([
+      { value: 0, silent: true },
+      { value: 0, silent: true },
+      { value: 1, silent: false },
+      { value: 2, silent: false },
+      { value: 0, silent: true },
+      { value: 0, silent: true },
+    ]);
+  });
+
+  it('holds at most 500 ms ahead: the 26th write waits until a frame is sent', async () => {
+    const { clock, output } = recorder();
+    for (let i = 0; i < MAX_QUEUED_FRAMES; i += 1) await output.write(tone(i + 1), output.epoch);
+    expect(output.queuedFrames).toBe(25);
+    let accepted = false;
+    const blocked = output.write(tone(99), output.epoch).then((ok) => (accepted = ok));
+    await Promise.resolve();
+    expect(accepted).toBe(false);
+    clock.advance(20);
+    await blocked;
+    expect(accepted).toBe(true);
+    expect(output.queuedFrames).toBe(25);
+  });
+
+  it('clear() drops queued speech at once and a blocked producer gives up', async () => {
+    const { clock, sent, output } = recorder();
+    const epoch = output.epoch;
+    for (let i = 0; i < MAX_QUEUED_FRAMES; i += 1) await output.write(tone(5), epoch);
+    const blocked = output.write(tone(6), epoch);
+    output.clear();
+    await expect(blocked).resolves.toBe(false);
+    await expect(output.write(tone(7), epoch)).resolves.toBe(false);
+    clock.advance(20);
+    expect(sent.at(-1)).toEqual({ value: 0, silent: true });
+    await expect(output.drained()).resolves.toBeUndefined();
+  });
+
+  it('drained() resolves when the last queued frame is sent', async () => {
+    const { clock, output } = recorder();
+    await output.write(tone(1), output.epoch);
+    await output.write(tone(1), output.epoch);
+    let drained = false;
+    const done = output.drained().then(() => (drained = true));
+    clock.advance(20);
+    await Promise.resolve();
+    expect(drained).toBe(false);
+    clock.advance(20);
+    await done;
+    expect(drained).toBe(true);
+  });
+});
+
+describe('SharedFrameClock', () => {
+  it('ticks every 20 ms and, after a stall, resumes from now instead of bursting the missed ticks', async () => {
+    let now = 0;
+    const clock = new SharedFrameClock(() => now);
+    const ticks: number[] = [];
+    const real = { setTimeout: globalThis.setTimeout };
+    const scheduled: (() => void)[] = [];
+    globalThis.setTimeout = ((fn: () => void) => {
+      scheduled.push(fn);
+      return { unref() {} } as unknown as NodeJS.Timeout;
+    }) as typeof setTimeout;
+    try {
+      const stop = clock.subscribe((deadline) => ticks.push(deadline));
+      const fire = (at: number) => {
+        now = at;
+        scheduled.shift()?.();
+      };
+      fire(20);
+      fire(40);
+      fire(200); // the process stalled for 140 ms
+      fire(220);
+      expect(ticks).toEqual([20, 40, 200, 220]);
+      stop();
+    } finally {
+      globalThis.setTimeout = real.setTimeout;
+    }
+  });
+});
+
+describe('Opus codec', () => {
+  it('round-trips 20 ms of 48 kHz mono speech-band audio', () => {
+    const encoder = new OpusEncoder();
+    const decoder = new OpusDecoder();
+    const frame = new Int16Array(FRAME_SAMPLES);
+    let decoded: Int16Array = new Int16Array(0);
+    for (let n = 0; n < 5; n += 1) {
+      for (let i = 0; i < FRAME_SAMPLES; i += 1)
+        frame[i] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * (n * FRAME_SAMPLES + i)) / 48000));
+      decoded = decoder.decode(encoder.encode(frame));
+    }
+    expect(decoded.length).toBe(FRAME_SAMPLES);
+    const peak = decoded.reduce((max, s) => Math.max(max, Math.abs(s)), 0);
+    expect(peak).toBeGreaterThan(5000);
+    expect(() => decoder.decode(Buffer.from([0xff, 0xff, 0xff]))).toThrow();
+    encoder.close();
+    decoder.close();
+  });
+});

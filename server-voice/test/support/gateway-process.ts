@@ -1,0 +1,96 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const REPO_ROOT = path.resolve(PACKAGE_ROOT, '..');
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+export interface GatewayProcess {
+  url: string;
+  child: ChildProcess;
+  output: () => string;
+  stop: () => Promise<void>;
+}
+
+/** Starts `npm run voice`'s entry point as a real process and waits until discovery answers. */
+export async function startGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
+  const port = await freePort();
+  const child = spawn(path.join(REPO_ROOT, 'node_modules/.bin/tsx'), [path.join(PACKAGE_ROOT, 'src/main.ts')], {
+    cwd: PACKAGE_ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HERMES_REALTIME_PORT: String(port), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}:\n${output}`);
+    try {
+      if ((await fetch(`${url}/v1/realtime/discovery`)).status === 401) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`gateway did not start:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    url,
+    child,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Runs the entry point expecting it to refuse to start; resolves with its exit code and output. */
+export function runGatewayExpectingFailure(
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(path.join(REPO_ROOT, 'node_modules/.bin/tsx'), [path.join(PACKAGE_ROOT, 'src/main.ts')], {
+      cwd: PACKAGE_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HERMES_REALTIME_PORT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+/** 48 kHz speech stand-in: `seconds` of a voiced-band tone loud enough for the energy gate. */
+export function toneSpeech(seconds: number, leadSilenceSeconds = 0.5, tailSilenceSeconds = 0): Int16Array {
+  const lead = Math.round(48_000 * leadSilenceSeconds);
+  const body = Math.round(48_000 * seconds);
+  const pcm = new Int16Array(lead + body + Math.round(48_000 * tailSilenceSeconds));
+  for (let i = 0; i < body; i += 1)
+    pcm[lead + i] = Math.round(7000 * Math.sin((2 * Math.PI * 300 * i) / 48_000) * (0.6 + 0.4 * Math.sin(i / 2400)));
+  return pcm;
+}
