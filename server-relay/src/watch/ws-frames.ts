@@ -39,12 +39,23 @@ const OP_PONG = 0xa;
 /** Incremental frame parser for one client connection. */
 export class FrameReader {
   private pending: Buffer = Buffer.alloc(0);
+  /** Chunks received while the current frame is still incomplete, joined only once it is whole. */
+  private waiting: Buffer[] = [];
+  private waitingBytes = 0;
+  /** Bytes the current frame needs before parsing can progress (so a frame trickling in byte by byte costs O(n)). */
+  private needed = 2;
   private failed = false;
 
   /** Feeds bytes from the socket; returns the complete frames (a violation ends the stream). */
   push(chunk: Buffer): FrameEvent[] {
     if (this.failed) return [];
-    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    this.waiting.push(chunk);
+    this.waitingBytes += chunk.length;
+    if (this.pending.length + this.waitingBytes < this.needed) return [];
+    this.pending = Buffer.concat([this.pending, ...this.waiting]);
+    this.waiting = [];
+    this.waitingBytes = 0;
+    this.needed = 2;
     const events: FrameEvent[] = [];
     for (;;) {
       const event = this.next();
@@ -60,7 +71,7 @@ export class FrameReader {
 
   private next(): FrameEvent | undefined {
     const buf = this.pending;
-    if (buf.length < 2) return undefined;
+    if (buf.length < 2) return this.need(2);
     const b0 = buf[0]!;
     const b1 = buf[1]!;
     const fin = (b0 & 0x80) !== 0;
@@ -85,11 +96,11 @@ export class FrameReader {
     }
     let offset = 2;
     if (length === 126) {
-      if (buf.length < 4) return undefined;
+      if (buf.length < 4) return this.need(4);
       length = buf.readUInt16BE(2);
       offset = 4;
     } else if (length === 127) {
-      if (buf.length < 10) return undefined;
+      if (buf.length < 10) return this.need(10);
       const high = buf.readUInt32BE(2);
       const low = buf.readUInt32BE(6);
       // Anything needing the high word is far over the limit.
@@ -97,7 +108,7 @@ export class FrameReader {
       offset = 10;
     }
     if (length > MAX_MESSAGE_BYTES) return { kind: 'violation', code: CloseCode.tooBig };
-    if (buf.length < offset + 4 + length) return undefined;
+    if (buf.length < offset + 4 + length) return this.need(offset + 4 + length);
     const mask = buf.subarray(offset, offset + 4);
     const payload = Buffer.from(buf.subarray(offset + 4, offset + 4 + length));
     for (let i = 0; i < payload.length; i += 1) payload[i]! ^= mask[i & 3]!;
@@ -112,6 +123,11 @@ export class FrameReader {
       default:
         return { kind: 'close', code: payload.length >= 2 ? payload.readUInt16BE(0) : undefined };
     }
+  }
+
+  private need(bytes: number): undefined {
+    this.needed = bytes;
+    return undefined;
   }
 }
 
