@@ -1,0 +1,260 @@
+/**
+ * Black-box harness for the conformance suite: the relay as an operator runs it (one node process,
+ * configured only by its environment, APNs in capture mode), and raw HTTP helpers so tests can check
+ * the exact bytes of the wire (status, headers, body) as the reference relay answers them.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRelayClient } from '@conduit/generated/relay/client';
+
+const RELAY_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const MAIN = path.join(RELAY_DIR, 'src/main.ts');
+
+export const TOPIC = 'com.example.conduit.conformance';
+export const PUBLIC_URL = 'https://relay.conformance.test';
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The parsed body, or undefined when empty / not JSON. */
+  json: unknown;
+}
+
+export interface CallOptions {
+  /** A JSON value to send (serialised), or a raw string sent as is. */
+  body?: unknown;
+  raw?: string;
+  auth?: string;
+  headers?: Record<string, string>;
+  /** The client address the relay should count (TRUST_PROXY=1 is set by startRelay). */
+  ip?: string;
+}
+
+/** A fresh APNs provider key (P-256 PKCS#8 PEM), as Apple's .p8 files hold it. */
+function writeProviderKey(dir: string): string {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const keyPath = path.join(dir, 'AuthKey_CONFORM.p8');
+  writeFileSync(keyPath, privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), { mode: 0o600 });
+  return keyPath;
+}
+
+/** Environment every conformance relay shares; tests add or override entries. */
+export function baseEnv(dir: string): Record<string, string> {
+  return {
+    PUBLIC_URL: `${PUBLIC_URL}/`,
+    DATA_PATH: path.join(dir, 'relay.sqlite'),
+    DATABASE_URL: '',
+    APNS_KEY_PATH: writeProviderKey(dir),
+    APNS_KEY_ID: 'CONFORMKEY',
+    APNS_TEAM_ID: 'CONFORMTEAM',
+    APNS_TOPIC: TOPIC,
+    APNS_MODE: 'accept',
+    APNS_CAPTURE_PATH: path.join(dir, 'apns.jsonl'),
+    TRUST_PROXY: '1',
+  };
+}
+
+export interface CapturedPush {
+  deviceToken: string;
+  notification: {
+    payload: Record<string, unknown>;
+    collapseId?: string;
+    threadId?: string;
+    pushType?: string;
+    topic?: string;
+    expiration?: number;
+  };
+}
+
+export interface Relay {
+  url: string;
+  dir: string;
+  child: ChildProcess;
+  output: () => string;
+  call: (method: string, urlPath: string, options?: CallOptions) => Promise<Reply>;
+  client: ReturnType<typeof createRelayClient>;
+  /** Every push the relay handed to APNs so far, in order. */
+  captures: () => CapturedPush[];
+  stop: () => Promise<void>;
+}
+
+let ipCounter = 0;
+/** A distinct client address per call site, so per-IP limits never couple unrelated tests. */
+export function nextIp(): string {
+  ipCounter += 1;
+  return `10.${(ipCounter >> 16) & 255}.${(ipCounter >> 8) & 255}.${ipCounter & 255}`;
+}
+
+export async function request(baseUrl: string, method: string, urlPath: string, options: CallOptions = {}) {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.auth !== undefined) headers.authorization = options.auth;
+  headers['x-forwarded-for'] = options.ip ?? nextIp();
+  let body: string | undefined;
+  if (options.raw !== undefined) body = options.raw;
+  else if (options.body !== undefined) body = JSON.stringify(options.body);
+  if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
+  const response = await fetch(baseUrl + urlPath, { method, headers, ...(body !== undefined ? { body } : {}) });
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, json };
+}
+
+/** Starts one relay process; `env` overrides the conformance defaults. */
+export async function startRelay(env: Record<string, string> = {}): Promise<Relay> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'relay-conformance-'));
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    cwd: RELAY_DIR,
+    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), ...baseEnv(dir), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`relay exited with ${child.exitCode}:\n${output}`);
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`relay did not start:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const capturePath = env.APNS_CAPTURE_PATH ?? path.join(dir, 'apns.jsonl');
+  return {
+    url,
+    dir,
+    child,
+    output: () => output,
+    call: (method, urlPath, options) => request(url, method, urlPath, options),
+    client: createRelayClient({ baseUrl: url, headers: { 'x-forwarded-for': '10.255.255.254' } }),
+    captures: () =>
+      existsSync(capturePath)
+        ? readFileSync(capturePath, 'utf8')
+            .split('\n')
+            .filter((line) => line !== '')
+            .map((line) => JSON.parse(line) as CapturedPush)
+        : [],
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Runs the relay to completion (boot failures). */
+export function runRelay(env: Record<string, string>): { status: number | null; stderr: string } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'relay-conformance-boot-'));
+  try {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', MAIN], {
+      cwd: RELAY_DIR,
+      env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...baseEnv(dir), ...env },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    return { status: result.status, stderr: result.stderr };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+let tokenCounter = 0;
+/** A distinct valid APNs device token (64 lowercase hex). */
+export function deviceToken(): string {
+  tokenCounter += 1;
+  return (tokenCounter.toString(16).padStart(8, '0') + process.pid.toString(16).padStart(8, '0')).repeat(4);
+}
+
+export interface Phone {
+  id: string;
+  credential: string;
+  auth: string;
+  token: string;
+}
+
+export interface Host {
+  installationId: string;
+  gatewayId: string;
+  credential: string;
+  auth: string;
+}
+
+export async function registerPhone(relay: Relay, extra: Record<string, unknown> = {}): Promise<Phone> {
+  const token = deviceToken();
+  const reply = await relay.call('POST', '/v1/installations', {
+    body: { bundle_id: TOPIC, device_token: token, environment: 'production', ...extra },
+  });
+  if (reply.status !== 201) throw new Error(`registration failed: ${reply.status} ${reply.text}`);
+  const body = reply.json as { installation: { id: string }; credential: string };
+  return { id: body.installation.id, credential: body.credential, auth: `Bearer ${body.credential}`, token };
+}
+
+export async function pairHost(
+  relay: Relay,
+  phone: Phone,
+  pairing: Record<string, unknown> = {},
+  claim: Record<string, unknown> = {},
+): Promise<Host> {
+  const created = await relay.call('POST', `/v1/installations/${phone.id}/pairings`, {
+    auth: phone.auth,
+    body: pairing,
+  });
+  if (created.status !== 201) throw new Error(`pairing failed: ${created.status} ${created.text}`);
+  const code = (created.json as { pairing_code: string }).pairing_code;
+  const claimed = await relay.call('POST', '/v1/pairings/claim', { body: { pairing_code: code, ...claim } });
+  if (claimed.status !== 200) throw new Error(`claim failed: ${claimed.status} ${claimed.text}`);
+  const body = claimed.json as { installation_id: string; gateway_id: string; credential: string };
+  return {
+    installationId: body.installation_id,
+    gatewayId: body.gateway_id,
+    credential: body.credential,
+    auth: `Bearer ${body.credential}`,
+  };
+}
+
+let eventCounter = 0;
+export function eventId(prefix = 'conform'): string {
+  eventCounter += 1;
+  return `${prefix}-${process.pid}-${eventCounter}-${Date.now()}`;
+}
+
+/** The relay's settings that make a whole file's traffic fit in its budgets. */
+export const ROOMY_BUDGETS: Record<string, string> = {
+  RELAY_REGISTRATIONS_PER_MINUTE: '100000',
+  RELAY_EVENTS_PER_MINUTE: '100000',
+  RELAY_DEVICE_CHANGES_PER_MINUTE: '100000',
+  RELAY_DECISION_ACTIONS_PER_MINUTE: '100000',
+  RELAY_REVOCATIONS_PER_MINUTE: '100000',
+};
