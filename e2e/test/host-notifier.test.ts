@@ -7,6 +7,8 @@
  * device API and its answers arrive back in Hermes (the bridge's output).
  */
 import { spawn } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +35,19 @@ const capturePath = path.join(dataDir, 'apns-capture.jsonl');
 let relay: Launched;
 let host: Launched;
 let deviceAuth: string;
+/** A stand-in for the Hermes API server (spec/hermes/SURFACES.md §1): approvals of waiting runs. */
+const hermesApprovals: { runId: string; body: unknown }[] = [];
+const hermesApi = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const match = /^\/v1\/runs\/([^/]+)\/approval$/.exec(req.url ?? '');
+    if (req.headers.authorization !== 'Bearer e2e-hermes-key') return res.writeHead(401).end();
+    if (!match?.[1] || req.method !== 'POST') return res.writeHead(404).end('{"error":"run_not_found"}');
+    hermesApprovals.push({ runId: match[1], body: JSON.parse(Buffer.concat(chunks).toString()) });
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"running"}');
+  });
+});
 let installationId: string;
 
 interface Captured {
@@ -55,7 +70,7 @@ function captured(): Captured[] {
     .map((line) => JSON.parse(line) as Captured);
 }
 
-async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 45_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = probe();
@@ -113,6 +128,8 @@ beforeAll(async () => {
   db.exec('CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT, title TEXT)');
   db.prepare('INSERT INTO sessions (id, source, title) VALUES (?, ?, ?)').run(SESSION, 'cli', 'Release prep');
   db.close();
+  await new Promise<void>((resolve) => hermesApi.listen(0, '127.0.0.1', resolve));
+  const hermesApiUrl = `http://127.0.0.1:${(hermesApi.address() as AddressInfo).port}`;
   const [relayPort, hostPort] = [await freePort(), await freePort()];
   relay = await launch({
     name: 'relay',
@@ -128,6 +145,7 @@ beforeAll(async () => {
       APNS_CAPTURE_PATH: capturePath,
     },
     readyPath: '/healthz',
+    timeoutMs: 90_000,
   });
   host = await launch({
     name: 'host',
@@ -140,19 +158,24 @@ beforeAll(async () => {
       CONDUIT_HOST_TOKEN: HOST_TOKEN,
       CONDUIT_CLARIFY_POLL_MS: '100',
       CONDUIT_REPLY_HOLD_MS: '60000',
+      HERMES_API_URL: hermesApiUrl,
+      HERMES_API_KEY: 'e2e-hermes-key',
     },
     readyPath: '/api/plugins/conduit_push/capabilities',
+    timeoutMs: 90_000,
   });
   await until('the hook runtime file', () => existsSync(path.join(stateDir, 'runtime.json')));
-}, 120_000);
+}, 200_000);
 
 afterAll(async () => {
   await host?.stop();
   await relay?.stop();
+  hermesApi.closeAllConnections();
+  hermesApi.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-describe('host service with a real relay', () => {
+describe('host service with a real relay', { timeout: 180_000 }, () => {
   it('pairs through the CLI with a code minted through the relay device API', async () => {
     const relayClient = createRelayClient({ baseUrl: relay.url });
     const registered = await relayClient.POST('/v1/installations', {
@@ -261,6 +284,46 @@ describe('host service with a real relay', () => {
       description: 'Delete the build folder (rm -rf build)',
       choices: ['once', 'deny'],
     });
+  });
+
+  it('an approval answered on the phone arrives back in Hermes (the API server run); a native answer retires the card', async () => {
+    const dashboard = createDashboardClient({ baseUrl: host.url, headers: { authorization: `Bearer ${HOST_TOKEN}` } });
+    const base = { session_id: 'api-run-session', profile: 'default', cwd: '/srv' };
+    await replay([
+      {
+        hook_event_name: 'pre_approval_request',
+        ...base,
+        extra: { session_key: 'agent:main:api:1', description: 'Restart nginx', turn_id: 'tr1', run_id: 'run_e2e_1' },
+      },
+      {
+        hook_event_name: 'pre_approval_request',
+        ...base,
+        extra: { session_key: 'agent:main:api:2', description: 'Drop table', turn_id: 'tr2', run_id: 'run_e2e_2' },
+      },
+      {
+        hook_event_name: 'post_approval_response',
+        ...base,
+        extra: { session_key: 'agent:main:api:2', choice: 'deny' },
+      },
+    ]);
+    const keyOf = (c: Captured) =>
+      (c.notification.payload.body?.conduit?.decision as { session_key?: string } | undefined)?.session_key;
+    // Both cards are pushed (an approval is announced whatever happens to it next).
+    const cards = await until('both approval cards', () => {
+      const found = captured().filter((c) => keyOf(c)?.startsWith('agent:main:api:'));
+      return found.length === 2 ? found : undefined;
+    });
+    const card = cards.find((c) => keyOf(c) === 'agent:main:api:1')!;
+    const sessionKey = (card.notification.payload.body?.conduit?.decision as { session_key: string }).session_key;
+    const answered = await dashboard.POST('/api/plugins/conduit_push/approvals/respond', {
+      body: { session_key: sessionKey, choice: 'once' },
+    });
+    expect(answered.data).toEqual({ ok: true, choice: 'once', run_id: 'run_e2e_1' });
+    expect(hermesApprovals).toEqual([{ runId: 'run_e2e_1', body: { choice: 'once' } }]);
+    const retired = await dashboard.POST('/api/plugins/conduit_push/approvals/respond', {
+      body: { session_key: 'agent:main:api:2', choice: 'once' },
+    });
+    expect([retired.response.status, retired.error]).toEqual([409, { error: 'already_answered' }]);
   });
 
   it('keeps a muted cron job and a silent run quiet, and still notifies another job', async () => {
