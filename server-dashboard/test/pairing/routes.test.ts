@@ -216,6 +216,16 @@ describe('GET/POST /api/plugins/conduit_push/e2e', () => {
     expect((await readCredentials(root))?.e2e).toBeUndefined();
   });
 
+  it('an empty body reads as {} and a body of any content type is read as JSON', async () => {
+    const empty = await fetch(`${baseUrl}/api/plugins/conduit_push/e2e`, { method: 'POST' });
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toEqual({ detail: 'installation_id and gateway_id are required' });
+    const text = await rawPost('/api/plugins/conduit_push/e2e', JSON.stringify({ installation_id: 'i' }), 'text/plain');
+    expect(text).toMatchObject({ status: 400, body: { detail: 'installation_id and gateway_id are required' } });
+    const array = await rawPost('/api/plugins/conduit_push/pair', '[1]');
+    expect(array).toMatchObject({ status: 400 });
+  });
+
   it('409 asks for a re-pair when the pairing has no gateway id', async () => {
     await writeFile(credentialPath(root), JSON.stringify({ credential: 'a.b.c', installation_id: 'i' }));
     const answer = await client().POST('/api/plugins/conduit_push/e2e', {
