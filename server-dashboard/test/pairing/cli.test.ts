@@ -192,6 +192,16 @@ describe('conduit push status', () => {
   });
 });
 
+describe('conduit push status with an unusable key', () => {
+  it('says encryption is broken rather than off, since events then go out without content', async () => {
+    const file = await pairHere();
+    await writeFile(credentialPath(root), JSON.stringify({ ...file, e2e: { kid: 'nope' } }));
+    out = [];
+    expect(await push('status')).toBe(0);
+    expect(out[3]).toMatch(/^End-to-end encryption: broken \(the stored key can't be used/);
+  });
+});
+
 describe('conduit push test', () => {
   it('sends the fixed test copy through the relay', async () => {
     const file = await pairHere();
