@@ -3,13 +3,16 @@
  * writes, the one-time import of a reference JSON store, and the storage CLIs.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRelayClient } from '@conduit/generated/relay/client';
 import { STORE_KINDS, testDatabase, TOPIC } from './support/harness.js';
-import { runRelay, startRelayProcess } from './support/relay-process.js';
+import { pruneInactive, storageStatus } from '../src/cli/storage.js';
+import { normalizePreferences } from '../src/domain/preferences.js';
+import { openPrismaStore } from '../src/store/prisma-store.js';
+import { runRelay, runRelayAsync, startRelayProcess } from './support/relay-process.js';
 
 const sha = (value: string) => createHash('sha256').update(value).digest('hex');
 let dir: string;
@@ -28,19 +31,24 @@ const baseEnv = (extra: Record<string, string>) => ({
 });
 
 describe('boot rules', () => {
-  it.each([
-    [{ RELAY_MAX_INSTALLATIONS: 'abc' }, 'RELAY_MAX_INSTALLATIONS must be a positive integer.'],
-    [{ RELAY_EVENTS_PER_MINUTE: '0' }, 'RELAY_EVENTS_PER_MINUTE must be a positive integer.'],
-    [
-      { RELAY_CALLS_PER_INSTALLATION_PER_DAY: '1.5' },
-      'RELAY_CALLS_PER_INSTALLATION_PER_DAY must be a positive integer.',
-    ],
-    [{ PUBLIC_URL: 'http://relay.example.test' }, 'PUBLIC_URL must use https.'],
-  ])('%j stops the relay with a message naming the variable', (env, message) => {
-    const result = runRelay([], baseEnv({ DATA_PATH: path.join(dir, 'boot.sqlite'), ...env }));
-    expect(result.status).not.toBe(0);
-    expect(result.stderr).toContain(message);
-  });
+  it('a bad variable stops the relay with a message naming it (stderr, non-zero exit)', async () => {
+    const cases: [Record<string, string>, string][] = [
+      [{ RELAY_MAX_INSTALLATIONS: 'abc' }, 'RELAY_MAX_INSTALLATIONS must be a positive integer.'],
+      [{ RELAY_EVENTS_PER_MINUTE: '0' }, 'RELAY_EVENTS_PER_MINUTE must be a positive integer.'],
+      [
+        { RELAY_CALLS_PER_INSTALLATION_PER_DAY: '1.5' },
+        'RELAY_CALLS_PER_INSTALLATION_PER_DAY must be a positive integer.',
+      ],
+      [{ PUBLIC_URL: 'http://relay.example.test' }, 'PUBLIC_URL must use https.'],
+    ];
+    const results = await Promise.all(
+      cases.map(([env]) => runRelayAsync([], baseEnv({ DATA_PATH: path.join(dir, 'boot.sqlite'), ...env }))),
+    );
+    results.forEach((result, index) => {
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toContain(cases[index]?.[1]);
+    });
+  }, 120_000);
 });
 
 describe.each(STORE_KINDS)('durability on %s', (kind) => {
@@ -92,7 +100,7 @@ describe.each(STORE_KINDS)('durability on %s', (kind) => {
     } finally {
       await db.release();
     }
-  });
+  }, 180_000);
 });
 
 describe('import from a reference JSON store', () => {
@@ -145,7 +153,6 @@ describe('import from a reference JSON store', () => {
   it('keeps every credential, pairing and decision; backs up byte-exact; refuses a second import', async () => {
     const dataPath = path.join(dir, 'ref', 'relay.json');
     const original = reference();
-    const { mkdirSync } = await import('node:fs');
     mkdirSync(path.dirname(dataPath), { recursive: true });
     writeFileSync(dataPath, original);
     const relay = await startRelayProcess(baseEnv({ DATA_PATH: dataPath }));
@@ -177,7 +184,7 @@ describe('import from a reference JSON store', () => {
     expect(again.status).not.toBe(0);
     expect(again.stderr).toContain('already holds an imported reference store');
     expect(existsSync(path.join(dir, 'ref', 'relay.sqlite'))).toBe(true);
-  });
+  }, 120_000);
 
   it('a file of another format is refused with the reference message', () => {
     const file = path.join(dir, 'v2.json');
@@ -189,11 +196,9 @@ describe('import from a reference JSON store', () => {
 });
 
 describe('storage CLIs', () => {
-  it('storage:status prints counts only; prune-inactive previews, and applies only with --relay-stopped', async () => {
+  it('status counts; prune previews, refuses --apply without --relay-stopped, removes only eligible rows', async () => {
     const dataPath = path.join(dir, 'cli', 'relay.sqlite');
-    const { mkdirSync } = await import('node:fs');
     mkdirSync(path.dirname(dataPath), { recursive: true });
-    const { openPrismaStore } = await import('../src/store/prisma-store.js');
     const store = await openPrismaStore(dataPath);
     const old = Date.now() - 31 * 24 * 60 * 60 * 1000;
     const base = {
@@ -203,29 +208,41 @@ describe('storage CLIs', () => {
       watchVoipToken: null,
       environment: 'production',
       deviceSecretHash: sha('x'),
-      preferences: (await import('../src/domain/preferences.js')).normalizePreferences({}),
+      preferences: normalizePreferences({}),
       createdAt: old,
     };
     await store.insertInstallation({ ...base, id: 'a0', active: false, updatedAt: old }); // eligible
     await store.insertInstallation({ ...base, id: 'a1', active: false, updatedAt: Date.now() }); // recent
     await store.insertInstallation({ ...base, id: 'a2', active: true, updatedAt: old }); // active
     await store.insertInstallation({ ...base, id: 'a3', active: false, updatedAt: old }); // gateway-bound
+    await store.insertInstallation({ ...base, id: 'a4', active: false, updatedAt: old }); // referenced by a pairing
     await store.db.gateway.create({
       data: { installationId: 'a3', id: 'g', name: 'n', secretHash: sha('y'), createdAt: new Date(old) },
     });
-    await store.close();
+    await store.replacePairing({ codeHash: sha('code'), installationId: 'a4', expiresAt: old, dashboardId: null });
+    try {
+      expect(await storageStatus(store.db, 50_000)).toEqual({ total: 5, active: 1, inactive: 4, maximum: 50_000 });
+      const backupDir = path.dirname(dataPath);
+      expect(await pruneInactive(store.db, { apply: false, relayStopped: false, backupDir })).toEqual({
+        eligible: 1,
+        removed: 0,
+      });
+      await expect(pruneInactive(store.db, { apply: true, relayStopped: false, backupDir })).rejects.toThrow(
+        '--relay-stopped',
+      );
+      expect(readdirSync(backupDir).some((name) => name.startsWith('relay-prune.backup-'))).toBe(false);
+    } finally {
+      await store.close();
+    }
+    // The CLI wiring, as an operator runs it.
     const env = baseEnv({ DATA_PATH: dataPath });
-    const status = runRelay(['storage:status'], env);
-    expect(JSON.parse(status.stdout)).toEqual({ total: 4, active: 1, inactive: 3, maximum: 50_000 });
-    const preview = runRelay(['storage:prune-inactive'], env);
-    expect(JSON.parse(preview.stdout)).toEqual({ eligible: 1, preview: true });
-    const refused = runRelay(['storage:prune-inactive', '--apply'], env);
-    expect(refused.status).not.toBe(0);
-    expect(refused.stderr).toContain('--relay-stopped');
-    const applied = runRelay(['storage:prune-inactive', '--apply', '--relay-stopped'], env);
+    const applied = await runRelayAsync(['storage:prune-inactive', '--apply', '--relay-stopped'], env);
     expect(JSON.parse(applied.stdout)).toMatchObject({ eligible: 1, removed: 1 });
-    const after = runRelay(['storage:status'], env);
-    expect(JSON.parse(after.stdout)).toMatchObject({ total: 3 });
-    expect(readdirSync(path.dirname(dataPath)).some((name) => name.startsWith('relay-prune.backup-'))).toBe(true);
-  });
+    const status = await runRelayAsync(['storage:status'], env);
+    expect(JSON.parse(status.stdout)).toEqual({ total: 4, active: 1, inactive: 3, maximum: 50_000 });
+    const backup = readdirSync(path.dirname(dataPath)).find((name) => name.startsWith('relay-prune.backup-'));
+    expect(JSON.parse(readFileSync(path.join(path.dirname(dataPath), backup ?? ''), 'utf8'))).toMatchObject({
+      installations: [{ id: 'a0' }],
+    });
+  }, 120_000);
 });

@@ -61,6 +61,25 @@ export async function startRelayProcess(env: Record<string, string>, timeoutMs =
   return { url, child, output: () => output, exited };
 }
 
+/** Runs a relay command to completion without blocking the test's event loop. */
+export function runRelayAsync(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+      cwd: RELAY_DIR,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('exit', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
 /** Runs a relay command to completion (boot failures, CLIs). */
 export function runRelay(
   args: string[],
