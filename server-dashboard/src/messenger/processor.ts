@@ -95,9 +95,19 @@ export class InboxProcessor {
     this.wake();
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops taking rows and waits for turns in hand, at most `graceMs`: a turn still running after
+   * that stays processing/dispatched and replays on the next start, which is the safe side.
+   */
+  async stop(graceMs = 5_000): Promise<void> {
     this.running = false;
-    await Promise.allSettled([...this.inFlight]);
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+      timer.unref();
+    });
+    await Promise.race([Promise.allSettled([...this.inFlight]), grace]);
+    clearTimeout(timer);
     this.typing.stopAll();
   }
 
@@ -154,6 +164,8 @@ export class InboxProcessor {
       });
       // The row stays in hand for a second so it is not retaken at once; a crash meanwhile requeues it anyway.
       await new Promise<void>((resolve) => this.o.clock.setTimeout(resolve, RETRY_DELAY_MS));
+      // After stop() the inbox may be closed; the row is requeued when the inbox next opens.
+      if (!this.running) return;
       this.o.inbox.retry(row.eventId, reason, err instanceof AgentRunFailedError);
     }
   }

@@ -47,6 +47,8 @@ export interface RelaySocketOptions {
   log: Logger;
   /** Observes every frame we send (tests and diagnostics). */
   onSend?: (text: string) => void;
+  /** Observes every text frame we receive, before it is handled (tests and diagnostics). */
+  onReceive?: (text: string) => void;
   onReady?: (frame: ReadyFrame) => void;
 }
 
@@ -234,6 +236,7 @@ class Connection {
 
   private onText(text: string): void {
     if (this.finished) return;
+    this.o.onReceive?.(text);
     let raw: unknown;
     try {
       raw = JSON.parse(text);

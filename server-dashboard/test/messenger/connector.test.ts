@@ -40,8 +40,8 @@ describe('messenger connector against the fake Relay and Hermes', () => {
       if (!c.inbox.hasDelivery(through)) ackedBeforeCommit.push(through);
     };
     fakes.relay.push(ev);
-    await waitFor(() => fakes.relay.messages.size === 1, 10_000, 'reply');
-    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 5_000, 'settled');
+    await waitFor(() => fakes.relay.messages.size === 1, 30_000, 'reply');
+    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 30_000, 'settled');
     expect(ackedBeforeCommit).toEqual([]);
     expect(fakes.relay.acks.map((a) => a.through)).toEqual([1n]);
     const [sent] = [...fakes.relay.messages.values()];
@@ -51,7 +51,7 @@ describe('messenger connector against the fake Relay and Hermes', () => {
     expect(fakes.relay.upgrades[0]?.authorization).toBe('Bearer relay-agent-token-for-tests');
     expect(fakes.hermes.createdRuns).toHaveLength(1);
     expect(fakes.hermes.createdRuns[0]?.key).toBe(`relay-turn-${String(ev['event_id'])}`);
-    await waitFor(() => fakes.relay.typing.some((t) => t.op === 'stop'), 2_000, 'typing stop');
+    await waitFor(() => fakes.relay.typing.some((t) => t.op === 'stop'), 30_000, 'typing stop');
     expect(fakes.relay.typing[0]).toEqual({ chatId, op: 'start' });
     expect(fakes.relay.contractViolations).toEqual([]);
   });
@@ -62,14 +62,14 @@ describe('messenger connector against the fake Relay and Hermes', () => {
     fakes.relay.ignoreAcks = true;
     const c = start();
     fakes.relay.push(ev);
-    await waitFor(() => fakes.relay.acks.length === 1, 5_000, 'first ack');
+    await waitFor(() => fakes.relay.acks.length === 1, 30_000, 'first ack');
     // Relay never recorded the ACK: on the next connection it replays sequence 1.
     fakes.relay.ignoreAcks = false;
     fakes.relay.closeAll(1012, 'restart');
-    await waitFor(() => fakes.relay.acks.length === 2, 10_000, 'ack of the replay');
+    await waitFor(() => fakes.relay.acks.length === 2, 30_000, 'ack of the replay');
     expect(fakes.relay.acks.map((a) => a.through)).toEqual([1n, 1n]);
     expect(fakes.relay.acks[0]?.connection).not.toBe(fakes.relay.acks[1]?.connection);
-    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 5_000, 'settled');
+    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 30_000, 'settled');
     expect(fakes.hermes.createdRuns).toHaveLength(1);
     expect(fakes.relay.messages.size).toBe(1);
     expect(c.inbox.backlog().completed).toBe(1);
@@ -84,8 +84,8 @@ describe('messenger connector against the fake Relay and Hermes', () => {
       envelope('location.sharing.started', { chat_id: chatId }),
       { ...inboundMessage({ chatId, senderId: randomUUID() }), event_type: 'message.sent' },
     );
-    await waitFor(() => c.inbox.backlog().ignored === 4, 5_000, 'ignored');
-    await waitFor(() => fakes.relay.acks.at(-1)?.through === 4n, 5_000, 'ack 4');
+    await waitFor(() => c.inbox.backlog().ignored === 4, 30_000, 'ignored');
+    await waitFor(() => fakes.relay.acks.at(-1)?.through === 4n, 30_000, 'ack 4');
     expect(fakes.hermes.createdRuns).toHaveLength(0);
     expect(fakes.relay.reads).toEqual([]);
   });
@@ -105,7 +105,7 @@ describe('messenger connector against the fake Relay and Hermes', () => {
         parts: [{ type: 'text', value: 'hey @Hermes', mention: '@HERMES', reactions: null }],
       }),
     );
-    await waitFor(() => c.inbox.backlog().completed === 1 && c.inbox.backlog().ignored === 2, 10_000, 'intake');
+    await waitFor(() => c.inbox.backlog().completed === 1 && c.inbox.backlog().ignored === 2, 30_000, 'intake');
     expect(fakes.hermes.createdRuns.map((r) => r.input)).toEqual(['hey @Hermes']);
     expect(fakes.relay.reads).toEqual([group]);
     // Group answers always quote the message they answer (reply_to auto).
@@ -136,7 +136,7 @@ describe('messenger connector against the fake Relay and Hermes', () => {
         replyTo: { message_id: own },
       }),
     );
-    await waitFor(() => c.inbox.backlog().completed === 1, 10_000, 'turn');
+    await waitFor(() => c.inbox.backlog().completed === 1, 30_000, 'turn');
     expect(fakes.relay.contractViolations).toEqual([]);
   });
 
@@ -150,7 +150,7 @@ describe('messenger connector against the fake Relay and Hermes', () => {
     const c = start();
     const ev = inboundMessage({ chatId: randomUUID(), senderId: randomUUID() });
     fakes.relay.push(ev);
-    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 10_000, 'retry');
+    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 30_000, 'retry');
     expect(attempts).toBe(2);
     // The failed run is not replayed: the retry is a new run under a new key.
     expect(fakes.hermes.createdRuns.map((r) => r.key)).toEqual([
@@ -178,16 +178,16 @@ describe('messenger connector against the fake Relay and Hermes', () => {
     const sender = randomUUID();
     const c = start();
     fakes.relay.push(inboundMessage({ chatId, senderId: sender, text: 'clean up' }));
-    await waitFor(() => fakes.relay.messages.size === 1, 10_000, 'approval prompt');
+    await waitFor(() => fakes.relay.messages.size === 1, 30_000, 'approval prompt');
     const prompt = [...fakes.relay.messages.values()][0];
     expect(JSON.stringify(prompt?.body)).toContain('/approve always');
     fakes.relay.push(inboundMessage({ chatId, senderId: sender, text: '/approve always' }));
-    await waitFor(() => fakes.relay.messages.size === 2, 10_000, 'final answer');
+    await waitFor(() => fakes.relay.messages.size === 2, 30_000, 'final answer');
     const final = [...fakes.relay.messages.values()][1];
     expect(final?.body).toEqual({ message: { parts: [{ type: 'text', value: 'approved with always' }] } });
     expect(fakes.hermes.createdRuns).toHaveLength(1);
     expect(fakes.hermes.createdRuns[0]?.approvals).toEqual([{ choice: 'always', request_id: 'req-1' }]);
-    await waitFor(() => c.inbox.backlog().completed === 2, 5_000, 'both settled');
+    await waitFor(() => c.inbox.backlog().completed === 2, 30_000, 'both settled');
   });
 
   it('answers with components, links and silence are shaped into valid Relay messages', async () => {
@@ -204,7 +204,7 @@ describe('messenger connector against the fake Relay and Hermes', () => {
     const sender = randomUUID();
     const c = start();
     for (let i = 0; i < 3; i++) fakes.relay.push(inboundMessage({ chatId, senderId: sender, text: `q${i}` }));
-    await waitFor(() => c.inbox.backlog().completed === 3, 10_000, 'turns');
+    await waitFor(() => c.inbox.backlog().completed === 3, 30_000, 'turns');
     const bodies = [...fakes.relay.messages.values()].map((m) => m.body['message']);
     expect(bodies).toEqual([
       {

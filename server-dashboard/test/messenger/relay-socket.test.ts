@@ -14,6 +14,7 @@ let relay: FakeRelay;
 let clock: FakeClock;
 let committed: CommittedEvent[];
 let sent: string[];
+let received: string[];
 let socket: RelaySocket | null;
 let fullSyncs: bigint[];
 let fullSyncImpl: (through: bigint) => Promise<void>;
@@ -26,6 +27,7 @@ function open(random = () => 0): { socket: RelaySocket; run: Promise<unknown> } 
     random,
     log: silentLogger,
     onSend: (t) => sent.push(t),
+    onReceive: (t) => received.push(t),
     sink: {
       commit: (events) => {
         committed.push(...events);
@@ -57,6 +59,7 @@ beforeEach(async () => {
   clock = new FakeClock();
   committed = [];
   sent = [];
+  received = [];
   fullSyncs = [];
   fullSyncImpl = async () => {};
   socket = null;
@@ -71,7 +74,7 @@ describe('Relay WebSocket protocol', () => {
   it('sends a cumulative ACK for every event, each only after its commit, with compact JSON', async () => {
     const { run } = open();
     relay.push(ev(), ev(), ev());
-    await waitFor(() => relay.acks.length === 3, 5_000, 'acks');
+    await waitFor(() => relay.acks.length === 3, 15_000, 'acks');
     expect(committed.map((c) => c.sequence)).toEqual([1n, 2n, 3n]);
     expect(sent.filter((s) => s.includes('ack'))).toEqual([
       '{"type":"ack","through_sequence":"1"}',
@@ -103,37 +106,36 @@ describe('Relay WebSocket protocol', () => {
     });
     void socket.run();
     relay.push(ev());
-    await waitFor(() => clock.timeouts.includes(0), 5_000, 'backoff after the failed commit');
+    await waitFor(() => clock.timeouts.includes(0), 15_000, 'backoff after the failed commit');
     expect(relay.acks).toEqual([]);
     clock.advance(0);
-    await waitFor(() => relay.acks.length === 1, 5_000, 'ack after redelivery');
+    await waitFor(() => relay.acks.length === 1, 15_000, 'ack after redelivery');
     expect(relay.acks[0]?.through).toBe(1n);
     expect(committed).toHaveLength(1);
   });
 
   it('pings with the exact bytes {"type":"ping"} every 30 s and reconnects after 60 s without a pong', async () => {
     const { socket: s } = open();
-    await waitFor(() => relay.connections.length === 1, 5_000, 'connected');
+    await waitFor(() => received.some((t) => t.startsWith('{"type":"ready"')), 15_000, 'ready');
     relay.answerPings = false;
     clock.advance(30_000);
-    await waitFor(() => relay.pingCount === 1, 2_000, 'ping');
+    await waitFor(() => relay.pingCount === 1, 15_000, 'ping');
     expect(sent).toContain('{"type":"ping"}');
     clock.advance(29_999);
-    await waitFor(() => relay.pingCount === 1, 2_000, 'no second ping yet');
+    await waitFor(() => relay.pingCount === 1, 15_000, 'no second ping yet');
     expect(s.connections).toBe(1);
     clock.advance(1); // 60 s since the last pong: the connection is dead.
-    await waitFor(() => s.connections === 1 && clock.timeouts.includes(0), 2_000, 'backoff scheduled');
+    await waitFor(() => s.connections === 1 && clock.timeouts.includes(0), 15_000, 'backoff scheduled');
     clock.advance(0);
-    await waitFor(() => s.connections === 2, 5_000, 'reconnected');
+    await waitFor(() => s.connections === 2, 15_000, 'reconnected');
   });
 
   it('pongs keep the connection alive', async () => {
     const { socket: s } = open();
-    await waitFor(() => relay.connections.length === 1, 5_000, 'connected');
+    await waitFor(() => received.some((t) => t.startsWith('{"type":"ready"')), 15_000, 'ready');
     for (let i = 1; i <= 4; i++) {
       clock.advance(30_000);
-      await waitFor(() => relay.pingCount === i, 2_000, `ping ${i}`);
-      await new Promise((r) => setTimeout(r, 20));
+      await waitFor(() => received.filter((t) => t === '{"type":"pong"}').length === i, 15_000, `pong ${i}`);
     }
     expect(s.connections).toBe(1);
   });
@@ -148,18 +150,16 @@ describe('Relay WebSocket protocol', () => {
   it('retryable upgrade statuses back off with growing delays', async () => {
     relay.upgradeStatus = 503;
     const { socket: s } = open(() => 0.999);
+    // The ready timeout is 30 s; every other timeout scheduled here is a backoff delay.
+    const backoffsScheduled = () => clock.timeouts.filter((t) => t !== 30_000);
     for (let n = 1; n <= 4; n++) {
-      await waitFor(
-        () => relay.upgrades.length === n && clock.pending() >= 1 && clock.timeouts.length >= n,
-        5_000,
-        `attempt ${n}`,
-      );
+      await waitFor(() => relay.upgrades.length === n && backoffsScheduled().length === n, 15_000, `attempt ${n}`);
       clock.advance(40_000);
     }
     const backoffs = clock.timeouts.filter((t) => t !== 30_000);
     expect(backoffs.slice(0, 3).map((d) => Math.round(d))).toEqual([500, 999, 1998]);
     relay.upgradeStatus = null;
-    await waitFor(() => relay.connections.length === 1, 5_000, 'connected at last');
+    await waitFor(() => relay.connections.length === 1, 15_000, 'connected at last');
     expect(s.connections).toBeGreaterThanOrEqual(5);
   });
 
@@ -178,10 +178,10 @@ describe('Relay WebSocket protocol', () => {
   it.each([408, 429, 500, 502])('upgrade status %i is retried', async (status) => {
     relay.upgradeStatus = status;
     open();
-    await waitFor(() => relay.upgrades.length === 1 && clock.timeouts.length >= 2, 5_000, 'first attempt');
+    await waitFor(() => relay.upgrades.length === 1 && clock.timeouts.length >= 2, 15_000, 'first attempt');
     relay.upgradeStatus = null;
     clock.advance(1_000);
-    await waitFor(() => relay.connections.length === 1, 5_000, 'second attempt connects');
+    await waitFor(() => relay.connections.length === 1, 15_000, 'second attempt connects');
   });
 
   it.each([
@@ -191,18 +191,18 @@ describe('Relay WebSocket protocol', () => {
     [4499, 'relay_websocket_server_policy_4499'],
   ])('close code %i is terminal (%s)', async (code, fatal) => {
     const { run } = open();
-    await waitFor(() => relay.connections.length === 1, 5_000, 'connected');
+    await waitFor(() => received.some((t) => t.startsWith('{"type":"ready"')), 15_000, 'ready');
     relay.closeAll(code, 'policy');
     expect((await fatalOf(run)).code).toBe(fatal);
   });
 
   it.each([1011, 1012, 4408, 1000])('close code %i reconnects', async (code) => {
     const { socket: s } = open();
-    await waitFor(() => relay.connections.length === 1, 5_000, 'connected');
+    await waitFor(() => received.some((t) => t.startsWith('{"type":"ready"')), 15_000, 'ready');
     relay.closeAll(code, 'bye');
-    await waitFor(() => clock.timeouts.includes(0), 5_000, 'backoff');
+    await waitFor(() => clock.timeouts.includes(0), 15_000, 'backoff');
     clock.advance(0);
-    await waitFor(() => s.connections === 2 && relay.connections.length === 1, 5_000, 'reconnected');
+    await waitFor(() => s.connections === 2 && relay.connections.length === 1, 15_000, 'reconnected');
   });
 
   it.each([
@@ -215,11 +215,11 @@ describe('Relay WebSocket protocol', () => {
     'full_sync_mismatch',
   ])('error frame %s: retryable reconnects, non-retryable stops', async (code) => {
     const { socket: s, run } = open();
-    await waitFor(() => relay.connections.length === 1, 5_000, 'connected');
+    await waitFor(() => received.some((t) => t.startsWith('{"type":"ready"')), 15_000, 'ready');
     relay.sendRaw(JSON.stringify({ type: 'error', code, message: 'x', fatal: true, retryable: true }));
-    await waitFor(() => clock.timeouts.includes(0), 5_000, 'backoff');
+    await waitFor(() => clock.timeouts.includes(0), 15_000, 'backoff');
     clock.advance(0);
-    await waitFor(() => s.connections === 2 && relay.connections.length === 1, 5_000, 'reconnected');
+    await waitFor(() => s.connections === 2 && relay.connections.length === 1, 15_000, 'reconnected');
     relay.sendRaw(JSON.stringify({ type: 'error', code, message: 'no', fatal: true, retryable: false }));
     expect((await fatalOf(run)).code).toBe('relay_websocket_terminal');
   });
@@ -231,12 +231,12 @@ describe('Relay WebSocket protocol', () => {
     ['webhook_configured', 'relay_webhook_configured'],
   ])('disconnect %s', async (reason, fatal) => {
     const { socket: s, run } = open();
-    await waitFor(() => relay.connections.length === 1, 5_000, 'connected');
+    await waitFor(() => received.some((t) => t.startsWith('{"type":"ready"')), 15_000, 'ready');
     relay.sendRaw(JSON.stringify({ type: 'disconnect', reason }));
     if (fatal === null) {
-      await waitFor(() => clock.timeouts.includes(0), 5_000, 'backoff');
+      await waitFor(() => clock.timeouts.includes(0), 15_000, 'backoff');
       clock.advance(0);
-      await waitFor(() => s.connections === 2, 5_000, 'reconnected');
+      await waitFor(() => s.connections === 2, 15_000, 'reconnected');
     } else {
       expect((await fatalOf(run)).code).toBe(fatal);
     }
@@ -267,7 +267,7 @@ describe('Relay WebSocket protocol', () => {
   ])('%s is a protocol error: nothing is committed or acked, and it never reconnects', async (_what, frame) => {
     relay.holdEvents = true;
     const { socket: s, run } = open();
-    await waitFor(() => relay.connections.length === 1, 5_000, 'connected');
+    await waitFor(() => received.some((t) => t.startsWith('{"type":"ready"')), 15_000, 'ready');
     await new Promise((r) => setTimeout(r, 20));
     relay.sendRaw(frame);
     expect((await fatalOf(run)).code).toBe('relay_protocol_error');
@@ -282,16 +282,16 @@ describe('Relay WebSocket protocol', () => {
     relay.push(ev(), ev(), ev());
     expect((await fatalOf(run)).message).toMatch(/not contiguous/);
     expect(committed.map((c) => c.sequence)).toEqual([1n]);
-    await waitFor(() => relay.acks.length === 1, 2_000, 'ack of the event before the gap');
+    await waitFor(() => relay.acks.length === 1, 15_000, 'ack of the event before the gap');
     await new Promise((r) => setTimeout(r, 30));
     expect(relay.acks.map((a) => a.through)).toEqual([1n]);
   });
 
   it('answers a legacy server ping with {"type":"pong"}', async () => {
     open();
-    await waitFor(() => relay.connections.length === 1, 5_000, 'connected');
+    await waitFor(() => received.some((t) => t.startsWith('{"type":"ready"')), 15_000, 'ready');
     relay.sendRaw(JSON.stringify({ type: 'ping', sent_at: '2026-01-01T00:00:00Z' }));
-    await waitFor(() => sent.includes('{"type":"pong"}'), 2_000, 'pong');
+    await waitFor(() => sent.includes('{"type":"pong"}'), 15_000, 'pong');
   });
 
   it('FULL sync: no ACKs while syncing, full_sync_complete only after the snapshot commits, then N+1 continues', async () => {
@@ -300,15 +300,15 @@ describe('Relay WebSocket protocol', () => {
     let release!: () => void;
     fullSyncImpl = () => new Promise<void>((r) => (release = r));
     open();
-    await waitFor(() => fullSyncs.length === 1, 5_000, 'full sync started');
+    await waitFor(() => fullSyncs.length === 1, 15_000, 'full sync started');
     expect(fullSyncs).toEqual([5n]);
     await new Promise((r) => setTimeout(r, 30));
     expect(sent.some((s) => s.includes('full_sync_complete'))).toBe(false);
     release();
-    await waitFor(() => relay.fullSyncCompletions.length === 1, 5_000, 'complete');
+    await waitFor(() => relay.fullSyncCompletions.length === 1, 15_000, 'complete');
     expect(sent).toContain('{"type":"full_sync_complete","through_sequence":"5"}');
     relay.push(ev());
-    await waitFor(() => relay.acks.length === 1, 5_000, 'ack 6');
+    await waitFor(() => relay.acks.length === 1, 15_000, 'ack 6');
     expect(committed.map((c) => c.sequence)).toEqual([6n]);
   });
 
@@ -328,7 +328,7 @@ describe('Relay WebSocket protocol', () => {
     relay.retainedAfter = 1n;
     fullSyncImpl = () => new Promise<void>(() => {});
     const { run } = open();
-    await waitFor(() => fullSyncs.length === 1, 5_000, 'sync');
+    await waitFor(() => fullSyncs.length === 1, 15_000, 'sync');
     relay.sendRaw(JSON.stringify({ type: 'event', sequence: '2', event: ev() }));
     expect((await fatalOf(run)).code).toBe('relay_protocol_error');
   });
