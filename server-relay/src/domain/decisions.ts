@@ -96,9 +96,7 @@ export function applyAnswer(
  * request id: one live → it; several live → ambiguous; none live but one released → 410; all
  * settled → 409; none → 404.
  */
-export function resolveLegacyTarget(
-  holders: DecisionRecord[],
-):
+export function resolveLegacyTarget(holders: DecisionRecord[]):
   | { ok: true; decision: DecisionRecord }
   | {
       ok: false;
