@@ -59,7 +59,12 @@ export async function startSuite(dataDir: string, ports: SuitePorts = DEFAULT_PO
       name: 'host',
       entry: 'server-dashboard/src/main.ts',
       port: ports.host,
-      env: { CONDUIT_HOST_BIND: '127.0.0.1', CONDUIT_HOST_PORT: String(ports.host) },
+      // The host's Hermes home (credentials, settings, spool) stays under the data folder like the rest.
+      env: {
+        CONDUIT_HOST_BIND: '127.0.0.1',
+        CONDUIT_HOST_PORT: String(ports.host),
+        HERMES_HOME: process.env.HERMES_HOME ?? path.join(dataDir, 'hermes'),
+      },
       readyPath: '/api/plugins/conduit_push/capabilities',
     });
     started.push(host);
