@@ -54,6 +54,17 @@ interface ProfileState {
 }
 
 const DEFAULT_APPROVAL_BODY = 'Hermes is waiting for your approval.';
+/**
+ * Per-profile memory is bounded: a Hermes that dies mid-turn never sends the end hooks, and a
+ * long-running service must not grow with every session it ever saw. Oldest entries go first.
+ */
+const MAX_TRACKED = 10_000;
+
+function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  while (map.size > MAX_TRACKED) map.delete(map.keys().next().value as K);
+}
 
 /**
  * Turns Hermes hook events into notifications, by the seed's rules:
@@ -82,7 +93,7 @@ export class Notifier {
     const sessionId = hookString(payload, 'session_id') ?? '';
     switch (payload.hook_event_name) {
       case 'pre_llm_call': {
-        if (sessionId) state.runningTurns.set(sessionId, this.ports.clock.now());
+        if (sessionId) remember(state.runningTurns, sessionId, this.ports.clock.now());
         const note = voicePersonaNote(hookArg(payload, 'conversation_history'), hookArg(payload, 'user_message'));
         return note ? { context: note } : null;
       }
@@ -102,7 +113,11 @@ export class Notifier {
       }
       case 'subagent_start': {
         const child = hookString(payload, 'child_session_id');
-        if (child) state.children.add(child);
+        if (child) {
+          state.children.add(child);
+          while (state.children.size > MAX_TRACKED)
+            state.children.delete(state.children.values().next().value as string);
+        }
         return null;
       }
       case 'subagent_stop':
@@ -182,7 +197,7 @@ export class Notifier {
       body: plainText(reply),
     });
     // The turn may still fail after its last model call; the reply goes out only once it ends well.
-    state.heldReplies.set(sessionId, { profile, event, sendAt: this.ports.clock.now() + this.ports.replyHoldMs });
+    remember(state.heldReplies, sessionId, { profile, event, sendAt: this.ports.clock.now() + this.ports.replyHoldMs });
   }
 
   private async onTurnEnd(profile: ProfileScope, state: ProfileState, payload: HookPayload, sessionId: string) {
