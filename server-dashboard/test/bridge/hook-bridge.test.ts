@@ -80,7 +80,7 @@ describe('conduit hook (the plain-JS bridge)', () => {
   });
 });
 
-describe('replaying a recorded Hermes session', () => {
+describe('replaying a recorded Hermes session', { timeout: 150_000 }, () => {
   it('sends the approval card, holds the clarify batch for the phone, returns its answers, and sends only what the rules allow', async () => {
     const host = await startHost(testConfig(home.root));
     const lines = readFileSync(FIXTURE, 'utf8').trim().split('\n');
@@ -138,5 +138,34 @@ describe('replaying a recorded Hermes session', () => {
     expect(sent[2]).toMatchObject({ body: 'Done The build folder is gone. Shipping v1.4.' });
     expect(sent[3]).not.toHaveProperty('body');
     expect(relay.released).toEqual([]);
+  });
+});
+
+describe('the conduit CLI', { timeout: 120_000 }, () => {
+  it('`conduit hook <event>` runs the same bridge (exit 0, prints the answer)', async () => {
+    const host = await startHost(testConfig(home.root));
+    const { spawn } = await import('node:child_process');
+    const repo = path.resolve(import.meta.dirname, '../../..');
+    const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = spawn(
+        path.join(repo, 'node_modules/.bin/tsx'),
+        [path.join(repo, 'server-dashboard/src/cli/main.ts'), 'hook', '--state', stateDirOf(home.root), 'pre_llm_call'],
+        { stdio: ['pipe', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.on('close', (code) => resolve({ code, stdout }));
+      child.stdin.end(
+        JSON.stringify({
+          hook_event_name: 'pre_llm_call',
+          session_id: 's',
+          profile: 'default',
+          extra: { user_message: `${VOICE_LIVE_PREFIX}] hello` },
+        }),
+      );
+    });
+    await host.app.close();
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ context: PERSONA_VOICE_NOTE });
   });
 });
