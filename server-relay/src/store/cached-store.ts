@@ -99,6 +99,13 @@ export class CachedStore implements RelayStore {
     this.gateways.delete(`${installationId}:${gatewayId}`);
   }
 
+  async recordGatewayActivities(
+    entries: { installationId: string; gatewayId: string; activity: GatewayActivity }[],
+  ): Promise<void> {
+    await this.inner.recordGatewayActivities(entries);
+    for (const entry of entries) this.gateways.delete(`${entry.installationId}:${entry.gatewayId}`);
+  }
+
   replacePairing(record: PairingRecord): Promise<void> {
     return this.inner.replacePairing(record);
   }

@@ -43,11 +43,8 @@ export class DeferredActivity {
     }
     const batch = [...this.pending.values()];
     this.pending = new Map();
-    this.flushing = this.flushing.then(async () => {
-      for (const entry of batch) {
-        await this.store.recordGatewayActivity(entry.installationId, entry.gatewayId, entry.activity);
-      }
-    });
+    // One transaction per flush: a busy relay commits once every 5 s for all its gateways.
+    this.flushing = this.flushing.then(() => this.store.recordGatewayActivities(batch));
     await this.flushing;
   }
 }

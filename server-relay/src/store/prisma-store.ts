@@ -179,13 +179,25 @@ export class PrismaStore implements RelayStore {
   }
 
   async recordGatewayActivity(installationId: string, gatewayId: string, activity: GatewayActivity): Promise<void> {
-    const data: Record<string, unknown> = {};
-    if (activity.pluginVersion !== undefined) data.pluginVersion = activity.pluginVersion;
-    if (activity.pluginCapabilities !== undefined)
-      data.pluginCapabilities = JSON.stringify(activity.pluginCapabilities);
-    if (activity.lastEventAt !== undefined) data.lastEventAt = new Date(activity.lastEventAt);
-    // updateMany: the gateway may have been revoked since the event; then there is nothing to record.
-    await this.db.gateway.updateMany({ where: { installationId, id: gatewayId }, data });
+    await this.recordGatewayActivities([{ installationId, gatewayId, activity }]);
+  }
+
+  async recordGatewayActivities(
+    entries: { installationId: string; gatewayId: string; activity: GatewayActivity }[],
+  ): Promise<void> {
+    if (entries.length === 0) return;
+    const updates = entries.map(({ installationId, gatewayId, activity }) => {
+      const data: Record<string, unknown> = {};
+      if (activity.pluginVersion !== undefined) data.pluginVersion = activity.pluginVersion;
+      if (activity.pluginCapabilities !== undefined) {
+        data.pluginCapabilities = JSON.stringify(activity.pluginCapabilities);
+      }
+      if (activity.lastEventAt !== undefined) data.lastEventAt = new Date(activity.lastEventAt);
+      // updateMany: the gateway may have been revoked since the event; then there is nothing to record.
+      return this.db.gateway.updateMany({ where: { installationId, id: gatewayId }, data });
+    });
+    // One transaction: one commit for the whole deferred batch.
+    await this.db.$transaction(updates);
   }
 
   async replacePairing(record: PairingRecord): Promise<void> {

@@ -23,6 +23,10 @@ export interface RelayStore {
   countGateways(installationId: string): Promise<number>;
   deleteGateway(installationId: string, gatewayId: string): Promise<void>;
   recordGatewayActivity(installationId: string, gatewayId: string, activity: GatewayActivity): Promise<void>;
+  /** Many gateways' activity in one transaction (the deferred flush: one commit, not one per gateway). */
+  recordGatewayActivities(
+    entries: { installationId: string; gatewayId: string; activity: GatewayActivity }[],
+  ): Promise<void>;
 
   /** Replaces the installation's unclaimed codes with this one (one live code per installation). */
   replacePairing(record: PairingRecord): Promise<void>;
