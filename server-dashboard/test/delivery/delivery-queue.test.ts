@@ -141,6 +141,29 @@ describe('delivery', () => {
     expect(readdirSync(spoolDir).filter((f) => f.endsWith('.json'))).toEqual([]);
   });
 
+  it('an event still queued when `redact on` is set leaves redacted (privacy is applied at send time)', async () => {
+    relay.scripted.push({ status: 503, body: { error: 'unavailable' } });
+    const q = queue({ limits: { backoff: { baseMs: 300, maxMs: 300 } } });
+    q.enqueue(
+      profile,
+      buildEvent({
+        eventId: 'response:jjjjjjjj',
+        type: 'response.ready',
+        pluginVersion: '0.1.0',
+        title: 'Infra',
+        body: 'secret text',
+      }),
+    );
+    for (let i = 0; i < 100 && relay.events.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(relay.events[0]?.body).toMatchObject({ title: 'Infra', body: 'secret text' });
+    writePairing(home.root, relay.url, { redact_content: true });
+    await q.whenIdle();
+    const retried = relay.events[1]?.body ?? {};
+    expect(retried.type).toBe('response.ready');
+    expect(JSON.stringify(retried)).not.toContain('secret text');
+    expect(retried).not.toHaveProperty('title');
+  });
+
   it('drops a spooled event that is too old to matter, and keeps an unreadable spool file as .corrupt', async () => {
     const spoolDir = path.join(home.root, 'conduit-host', 'spool');
     const clock = new ManualClock();
