@@ -127,8 +127,8 @@ describe('connector crash recovery', () => {
 
       const last = current;
       await waitFor(
-        () => repliesFor().size >= MESSAGES,
-        120_000,
+        () => fakes.relay.messages.size >= MESSAGES && repliesFor().size >= MESSAGES,
+        240_000,
         `all replies (seed ${seed}; ${last.output().slice(-2000)})`,
       );
       await waitFor(() => fakes.relay.ackedThrough === BigInt(MESSAGES), 30_000, 'all acknowledged');

@@ -82,6 +82,7 @@ export class FakeRelay {
     body: unknown;
   }[] = [];
   readonly contractViolations: string[] = [];
+  private readonly responsesChecked = new Map<string, number>();
   readonly reads: string[] = [];
   readonly typing: { chatId: string; op: 'start' | 'stop' }[] = [];
   readonly reactions: Json[] = [];
@@ -162,7 +163,12 @@ export class FakeRelay {
     validator?: ValidateFunction | null,
   ) {
     if (body !== undefined) {
-      if (validator && !validator(body)) {
+      // The fake's own answers are checked for the first few of each kind: enough to keep the fake
+      // faithful to the contract without paying for it on every one of thousands of replies.
+      const key = `${op} ${status}`;
+      const checked = this.responsesChecked.get(key) ?? 0;
+      this.responsesChecked.set(key, checked + 1);
+      if (validator && checked < 25 && !validator(body)) {
         const why = JSON.stringify(validator.errors?.slice(0, 2));
         this.contractViolations.push(`fake answered ${op} ${status} outside the contract: ${why}`);
       }
