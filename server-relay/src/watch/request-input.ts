@@ -51,6 +51,11 @@ export function watchKeyHash(authorization: string | undefined): Buffer | undefi
 
 /** Runs `onGone` if the client disconnects before the reply is sent (held requests drop their work). */
 export function onClientGone(reply: FastifyReply, onGone: () => void): void {
+  // The client may already have gone while the request was being checked.
+  if (reply.raw.destroyed || reply.raw.socket?.destroyed === true) {
+    onGone();
+    return;
+  }
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) onGone();
   });
