@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { writeFileAtomic } from './atomic-write.js';
 import { CREDENTIAL_FILE_NAME, credentialFile, type CredentialFile } from './credential-file.js';
 import { withFileLock, type FileLockOptions } from './file-lock.js';
+import { withSystemFlock } from './system-flock.js';
 
 /**
  * Reads and writes a profile's `conduit-push.json`. Every change is a read-modify-write under a lock
@@ -25,9 +26,14 @@ export function credentialPath(home: string): string {
   return join(home, CREDENTIAL_FILE_NAME);
 }
 
-/** A distinct name from the reference's flock file (`.conduit-push.json.lock`), which Python keeps on disk. */
+/** Our O_EXCL lock; a distinct name from the reference's flock file, which Python keeps on disk. */
 export function credentialLockPath(home: string): string {
   return join(home, `.${CREDENTIAL_FILE_NAME}.wlock`);
+}
+
+/** The reference plugin's flock(2) file, also taken so a Python writer and we never interleave. */
+export function referenceLockPath(home: string): string {
+  return join(home, `.${CREDENTIAL_FILE_NAME}.lock`);
 }
 
 /** The parsed file, or null when there is none. Throws CorruptCredentialsError for anything else. */
@@ -79,22 +85,26 @@ export async function updateCredentials<T>(
 ): Promise<T> {
   // The lock file lives beside the credential file, so the profile directory must exist first.
   await mkdir(home, { recursive: true, mode: 0o700 });
+  const timeoutMs = lockOptions?.timeoutMs ?? 10_000;
   return withFileLock(
     credentialLockPath(home),
-    async () => {
-      const current = await readCredentials(home);
-      const { next, result } = await mutate(current);
-      if (next === unchanged) return result;
-      if (next === null) {
-        await unlink(credentialPath(home)).catch((error: unknown) => {
-          if (!(typeof error === 'object' && error !== null && 'code' in error && error.code === 'ENOENT')) throw error;
-        });
-      } else {
-        // Compact JSON plus a newline, as the reference writes it.
-        await writeFileAtomic(credentialPath(home), `${JSON.stringify(next)}\n`);
-      }
-      return result;
-    },
+    () => withSystemFlock(referenceLockPath(home), () => mutateFile(home, mutate), timeoutMs),
     lockOptions,
   );
+}
+
+/** One read-modify-write; runs only while both locks are held. */
+async function mutateFile<T>(home: string, mutate: Mutation<T>): Promise<T> {
+  const current = await readCredentials(home);
+  const { next, result } = await mutate(current);
+  if (next === unchanged) return result;
+  if (next === null) {
+    await unlink(credentialPath(home)).catch((error: unknown) => {
+      if (!(typeof error === 'object' && error !== null && 'code' in error && error.code === 'ENOENT')) throw error;
+    });
+  } else {
+    // Compact JSON plus a newline, as the reference writes it.
+    await writeFileAtomic(credentialPath(home), `${JSON.stringify(next)}\n`);
+  }
+  return result;
 }

@@ -33,6 +33,19 @@ function runIncrement(times: number, holdMs = 0, onStdout?: (text: string) => vo
   });
 }
 
+const pythonWriter = new URL('./fixtures/python_writer.py', import.meta.url).pathname;
+
+function runPython(times: number, holdSeconds: number, onStdout?: (text: string) => void): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('python3', [pythonWriter, home, String(times), String(holdSeconds)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    child.stdout.on('data', (chunk: Buffer) => onStdout?.(chunk.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve(code ?? -1));
+  });
+}
+
 const paired = {
   credential: '11111111-2222-3333-4444-555555555555.gw-1.c2VjcmV0',
   installation_id: '11111111-2222-3333-4444-555555555555',
@@ -52,7 +65,9 @@ describe('conduit-push.json', () => {
     expect(isPaired(read)).toBe(true);
     expect(read && relayUrlOf(read)).toBe('https://relay.example');
     // No temp file or lock file is left behind.
-    expect((await readdir(home)).sort()).toEqual(['conduit-push.json']);
+    expect((await readdir(home)).sort()).toEqual(['.conduit-push.json.lock', 'conduit-push.json']);
+    // The reference plugin's flock file, when we create it, is private too.
+    expect((await stat(join(home, '.conduit-push.json.lock'))).mode & 0o777).toBe(0o600);
   });
 
   it('creates a missing profile directory 0700', async () => {
@@ -114,17 +129,47 @@ describe('conduit-push.json', () => {
 });
 
 describe('the credential lock across processes', () => {
+  it('a Python writer using the reference plugin flock and this process lose no update', async () => {
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const python = runPython(15, 0, (text) => text.includes('started') && started());
+    await running;
+    // Spread our writes over the Python writer's run so the two really interleave.
+    for (let i = 0; i < 15; i++) {
+      await updateCredentials(home, (current) => {
+        const value = current?.counter;
+        return { next: { ...current, counter: (typeof value === 'number' ? value : 0) + 1 }, result: undefined };
+      });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(await python).toBe(0);
+    expect((await readCredentials(home))?.counter).toBe(30);
+  });
+
+  it('waits for the Python writer’s flock and times out while it holds it', async () => {
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    const python = runPython(1, 1.5, (text) => text.includes('held') && holding());
+    await held;
+    await expect(
+      updateCredentials(home, () => ({ next: paired, result: undefined }), { timeoutMs: 300 }),
+    ).rejects.toBeInstanceOf(LockTimeoutError);
+    await updateCredentials(home, (current) => ({ next: { ...current, ...paired }, result: undefined }));
+    expect(await python).toBe(0);
+    expect(await readCredentials(home)).toMatchObject({ counter: 1, gateway_id: 'gw-1' });
+  });
+
   it('three processes and this one incrementing concurrently lose no update', async () => {
-    const children = [runIncrement(12), runIncrement(12), runIncrement(12)];
-    for (let i = 0; i < 12; i++) {
+    const children = [runIncrement(6), runIncrement(6), runIncrement(6)];
+    for (let i = 0; i < 6; i++) {
       await updateCredentials(home, (current) => {
         const value = current?.counter;
         return { next: { ...current, counter: (typeof value === 'number' ? value : 0) + 1 }, result: undefined };
       });
     }
     expect(await Promise.all(children)).toEqual([0, 0, 0]);
-    expect((await readCredentials(home))?.counter).toBe(48);
-    expect(await readdir(home)).toEqual(['conduit-push.json']);
+    expect((await readCredentials(home))?.counter).toBe(24);
+    expect((await readdir(home)).sort()).toEqual(['.conduit-push.json.lock', 'conduit-push.json']);
   });
 
   it('a live holder makes a writer wait, and time out when it holds too long', async () => {
@@ -153,7 +198,7 @@ describe('the credential lock across processes', () => {
     );
     await updateCredentials(home, () => ({ next: paired, result: undefined }), { timeoutMs: 500 });
     expect(await readCredentials(home)).toMatchObject(paired);
-    expect(await readdir(home)).toEqual(['conduit-push.json']);
+    expect((await readdir(home)).sort()).toEqual(['.conduit-push.json.lock', 'conduit-push.json']);
   });
 
   it('breaks an unreadable lock file once it is older than the stale bound, not before', async () => {
