@@ -190,6 +190,8 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
   await queue.start();
   const flushTimer = setInterval(() => notifier.flushDueReplies(), Math.max(50, Math.min(1000, limits.replyHoldMs)));
   flushTimer.unref();
+  // Before the server stops accepting: release held clarify calls so closing never waits on them.
+  app.addHook('preClose', async () => clarify.shutdown());
   app.addHook('onClose', async () => {
     clearInterval(flushTimer);
     await queue.stop();

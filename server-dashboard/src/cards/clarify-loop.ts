@@ -56,11 +56,23 @@ type Held = { pairing: ClarifyPairing; requestId: string };
  */
 export class ClarifyLoop {
   private readonly held = new Map<string, Held>();
+  private closing = false;
+  private wake: () => void = () => {};
+  private readonly closed = new Promise<void>((resolve) => (this.wake = resolve));
 
   constructor(private readonly ports: ClarifyPorts) {}
 
+  /**
+   * The service is stopping: every held call returns at once (Hermes asks natively) and its parked
+   * decision is released, so a shutdown never waits out a clarify budget.
+   */
+  shutdown(): void {
+    this.closing = true;
+    this.wake();
+  }
+
   async ask(profile: ProfileScope, payload: HookPayload, isChild: boolean): Promise<HookAnswer> {
-    if (isChild) return null;
+    if (isChild || this.closing) return null;
     const request = normaliseClarify(payload.tool_input);
     if (!request) return null;
     const pairing = await this.ports.readPairing(profile).catch(() => null);
@@ -138,7 +150,8 @@ export class ClarifyLoop {
     for (;;) {
       const wait = pollDelayMs(step, this.ports.pollBaseMs);
       if (this.ports.clock.now() + wait > deadline) return null;
-      await this.ports.sleep(wait);
+      await Promise.race([this.ports.sleep(wait), this.closed]);
+      if (this.closing) return null;
       step++;
       const result = await this.ports.gateway.pollDecision(pairing.target, requestId);
       const poll: DecisionPoll | null = result.kind === 'ok' ? result.poll : null;

@@ -135,3 +135,18 @@ describe('clarify answers', () => {
     expect([0, 1, 2, 3, 4, 9].map((s) => pollDelayMs(s, 2000))).toEqual([2000, 4000, 8000, 10000, 10000, 10000]);
   });
 });
+
+describe('shutdown', () => {
+  it('a held clarify call returns at once (native path) and its decision is released when the service stops', async () => {
+    const host = await startHost(testConfig(home.root, { limits: { clarifyPollMs: 1000 } }));
+    const pending = callHook(host.url, host.hookToken, clarifyCall({ question: 'Still there?' }));
+    await waitForDecision();
+    const started = Date.now();
+    const closing = host.app.close();
+    const { answer } = await pending;
+    await closing;
+    expect(answer).toBeNull();
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(await eventuallyReleased()).toHaveLength(1);
+  });
+});
