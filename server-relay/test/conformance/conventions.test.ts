@@ -69,6 +69,28 @@ describe('JSON replies', () => {
     expect(reply.status).toBe(200);
     expect(reply.json).toEqual({ ok: true });
   });
+
+  it('logs one JSON access line per request: path without query, no credential anywhere', async () => {
+    await relay.call('GET', '/v1/meta?secret-query=1', { auth: phone.auth });
+    const lines = relay
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const meta = lines.filter((line) => line.path === '/v1/meta' && line.method === 'GET' && line.status === 200);
+    expect(meta.length).toBeGreaterThan(0);
+    expect(meta[0]).toEqual({
+      level: 'info',
+      method: 'GET',
+      path: '/v1/meta',
+      status: 200,
+      duration_ms: expect.any(Number) as unknown,
+    });
+    const secret = phone.credential.split('.')[1] ?? '';
+    expect(relay.output()).not.toContain(secret);
+    expect(relay.output()).not.toContain(host.credential.split('.')[2] ?? '');
+    expect(relay.output()).not.toContain('secret-query');
+  });
 });
 
 describe('readJson', () => {

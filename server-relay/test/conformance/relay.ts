@@ -3,7 +3,7 @@
  * configured only by its environment, APNs in capture mode), and raw HTTP helpers so tests can check
  * the exact bytes of the wire (status, headers, body) as the reference relay answers them.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -172,22 +172,6 @@ export async function startRelay(env: Record<string, string> = {}): Promise<Rela
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** Runs the relay to completion (boot failures). */
-export function runRelay(env: Record<string, string>): { status: number | null; stderr: string } {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'relay-conformance-boot-'));
-  try {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', MAIN], {
-      cwd: RELAY_DIR,
-      env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...baseEnv(dir), ...env },
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
-    return { status: result.status, stderr: result.stderr };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 let tokenCounter = 0;
