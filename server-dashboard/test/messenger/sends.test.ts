@@ -171,4 +171,19 @@ describe('sending replies', () => {
     await waitFor(() => fakes.relay.typing.some((t) => t.op === 'stop'), 30_000, 'stop');
     expect(fakes.relay.typing.map((t) => t.op)).toEqual(['start', 'start', 'start', 'stop']);
   });
+
+  it('answers to another agent name its message; a direct chat in auto mode does not quote a person', async () => {
+    const c = start(new ScriptedAgentBackend(instantReply('ok')));
+    const chatId = randomUUID();
+    const fromAgent = inboundMessage({ chatId, senderId: randomUUID(), senderKind: 'agent', text: 'ping from a bot' });
+    const fromPerson = inboundMessage({ chatId: randomUUID(), senderId: randomUUID(), text: 'hello' });
+    fakes.relay.push(fromAgent, fromPerson);
+    await waitFor(() => c.inbox.backlog().completed === 2, 30_000, 'turns');
+    const byKey = new Map([...fakes.relay.messages.values()].map((m) => [m.idempotencyKey, m.body['message']]));
+    expect(byKey.get(`reply-${String(fromAgent['event_id'])}-0`)).toEqual({
+      parts: [{ type: 'text', value: 'ok' }],
+      reply_to: { message_id: (fromAgent['data'] as Record<string, unknown>)['id'] },
+    });
+    expect(byKey.get(`reply-${String(fromPerson['event_id'])}-0`)).toEqual({ parts: [{ type: 'text', value: 'ok' }] });
+  });
 });
