@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { postE2e, getE2e } from '@conduit/contracts/dashboard/e2e';
 import { postPair } from '@conduit/contracts/dashboard/pair';
-import { bindRoute } from '@conduit/contracts/server';
+import { bindRoute, WireError } from '@conduit/contracts/server';
 import { relayUrlOf, type CredentialFile } from '../credentials/credential-file.js';
 import { CorruptCredentialsError, readCredentials } from '../credentials/credential-store.js';
 import { LockTimeoutError } from '../credentials/file-lock.js';
@@ -105,9 +105,14 @@ export function registerPairingRoutes(app: FastifyInstance, deps: PairingRouteDe
     scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: BODY_LIMIT_BYTES }, (_request, body, done) =>
       done(null, body),
     );
-    scope.setErrorHandler((error: FastifyError, _request, reply: FastifyReply) => {
+    scope.setErrorHandler((error: FastifyError, request, reply: FastifyReply) => {
       if (error instanceof DetailError)
         return reply.status(error.status).headers(NO_STORE).send({ detail: error.message });
+      if (error instanceof WireError) {
+        // bindRoute's own checks (a malformed ?profile=) answer in the dashboard's error shape too.
+        const detail = typeof error.extra.detail === 'string' ? error.extra.detail : error.code;
+        return reply.status(error.status).headers(NO_STORE).send({ detail });
+      }
       if (error instanceof CorruptCredentialsError) {
         return reply
           .status(409)
@@ -124,13 +129,13 @@ export function registerPairingRoutes(app: FastifyInstance, deps: PairingRouteDe
         return reply.status(413).headers(NO_STORE).send({ detail: 'Request body is too large' });
       }
       if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
-        return reply.status(400).headers(NO_STORE).send({ detail: 'Request body is not JSON' });
+        return reply.status(400).headers(NO_STORE).send({ detail: 'Request body is not readable' });
       }
       return reply
         .status(500)
         .headers(NO_STORE)
         .send({
-          detail: `Conduit ${_request.url.includes('/e2e') ? 'e2e' : 'pair'} failed on the host (${error.name})`,
+          detail: `Conduit ${request.url.includes('/e2e') ? 'e2e' : 'pair'} failed on the host (${error.name})`,
         });
     });
 

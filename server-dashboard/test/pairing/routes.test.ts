@@ -216,6 +216,12 @@ describe('GET/POST /api/plugins/conduit_push/e2e', () => {
     expect((await readCredentials(root))?.e2e).toBeUndefined();
   });
 
+  it('a malformed ?profile= is a 400 in the dashboard error shape', async () => {
+    const response = await fetch(`${baseUrl}/api/plugins/conduit_push/e2e?profile=${'x'.repeat(65)}`);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({ detail: expect.any(String) });
+  });
+
   it('an empty body reads as {} and a body of any content type is read as JSON', async () => {
     const empty = await fetch(`${baseUrl}/api/plugins/conduit_push/e2e`, { method: 'POST' });
     expect(empty.status).toBe(400);
