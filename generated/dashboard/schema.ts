@@ -430,6 +430,28 @@ export interface operations {
                     };
                 };
             };
+            /** @description A malformed profile name. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile's conduit-push.json is unreadable. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
             /** @description The profile cannot be resolved. */
             503: {
                 headers: {
@@ -711,6 +733,17 @@ export interface operations {
             };
             /** @description Malformed pairing code or relay URL, or a body that is not JSON. */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile's conduit-push.json is unreadable (it is never overwritten). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -37,6 +37,8 @@ export const getE2e = defineRoute({
   query: profileQuery,
   responses: {
     200: { description: 'Pairing and key id.', schema: e2eStatusAnswer, headers: noStore },
+    400: { description: 'A malformed profile name.', schema: pairingErrorBody },
+    409: { description: "The profile's conduit-push.json is unreadable.", schema: pairingErrorBody },
     503: { description: 'The profile cannot be resolved.', schema: pairingErrorBody },
   },
 });

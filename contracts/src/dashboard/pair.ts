@@ -46,6 +46,10 @@ export const postPair = defineRoute({
   responses: {
     200: { description: 'Paired; the credential is stored on the host only.', schema: pairAnswer, headers: noStore },
     400: { description: 'Malformed pairing code or relay URL, or a body that is not JSON.', schema: pairingErrorBody },
+    409: {
+      description: "The profile's conduit-push.json is unreadable (it is never overwritten).",
+      schema: pairingErrorBody,
+    },
     410: { description: 'The code expired or was already used.', schema: pairingErrorBody },
     413: { description: 'Request body is too large.', schema: pairingErrorBody },
     429: {
