@@ -1,6 +1,7 @@
 import type { ServerEvent, SessionTool, ToolChoice } from '@conduit/contracts/voice/events';
 import type { RTCDataChannel } from 'werift';
 import type { AgentBackend } from '../agent/agent-backend.js';
+import { EarlyTranscription } from '../audio/prefetch.js';
 import type { EndpointEvent, EndpointSettings, VoiceDetectorFactory } from '../audio/types.js';
 import { SAMPLE_RATE_HZ } from '../audio/types.js';
 import type { Logger } from '../log.js';
@@ -53,13 +54,18 @@ export class RealtimeCall {
   private readonly encoder = new OpusEncoder();
   private readonly decoder = new OpusDecoder();
   private channel: RTCDataChannel | null = null;
-  private readonly early: string[] = [];
+  private readonly earlyEvents: string[] = [];
   private lastInputItem: string | null = null;
   private transcriptions: Promise<void> = Promise.resolve();
   private readonly sttController = new AbortController();
+  private readonly early: EarlyTranscription;
   private closing: Promise<void> | null = null;
   private lastSequence: number | null = null;
   private connected = false;
+  /** Clock time (ms) of the last endpoint decision, for the endpoint → first reply RTP figure. */
+  private lastEndpointAtMs: number | null = null;
+  /** The response whose first speech frame has not been sent yet. */
+  private awaitingFirstFrame: string | null = null;
   /** Inbound packets that failed to decode (a corrupt payload is dropped, never fatal). */
   badPackets = 0;
   private markClosed: () => void = () => undefined;
@@ -78,7 +84,10 @@ export class RealtimeCall {
       sessionId: id,
       publish: (event, recipient) => this.publish(event, recipient),
       callbacks: {
-        onTextInput: (text, _identity, responseId) => this.startTurn(responseId, text),
+        onTextInput: (text, _identity, responseId) => {
+          this.lastEndpointAtMs = null;
+          this.startTurn(responseId, text);
+        },
         onResponseRequested: (_identity, responseId) =>
           this.startTurn(responseId, 'Follow the session instructions and respond now.'),
         onResponseCancelled: () => this.runner.cancel(),
@@ -91,7 +100,10 @@ export class RealtimeCall {
       nowMs: clock.now,
       randomHex: services.randomHex,
     });
-    this.output = new PacedOutput(clock, (frame) => this.peer.sendOpus(this.encoder.encode(frame)));
+    this.output = new PacedOutput(clock, (frame, info) => {
+      this.peer.sendOpus(this.encoder.encode(frame));
+      if (!info.silent && this.awaitingFirstFrame) this.firstReplyFrameSent(this.awaitingFirstFrame);
+    });
     this.runner = new TurnRunner({
       protocol: this.protocol,
       agent: services.agent,
@@ -103,6 +115,7 @@ export class RealtimeCall {
       delay: services.delay,
       log: (event, fields) => logger.info(event, { call_id: id, ...fields }),
     });
+    this.early = new EarlyTranscription(services.stt, SAMPLE_RATE_HZ);
     this.input = new VoiceInput(
       services.detectorFactory,
       services.endpointSettings,
@@ -149,8 +162,8 @@ export class RealtimeCall {
       } catch {
         void this.close('events channel failed');
       }
-    } else if (this.early.length < MAX_EARLY_EVENTS) {
-      this.early.push(text);
+    } else if (this.earlyEvents.length < MAX_EARLY_EVENTS) {
+      this.earlyEvents.push(text);
     }
   }
 
@@ -161,7 +174,7 @@ export class RealtimeCall {
     channel.stateChanged.subscribe((state) => {
       if (state === 'closed') void this.close('events channel closed');
     });
-    for (const text of this.early.splice(0)) channel.send(text);
+    for (const text of this.earlyEvents.splice(0)) channel.send(text);
     this.protocol.announce(this.identity);
   }
 
@@ -199,14 +212,22 @@ export class RealtimeCall {
           break;
         }
         case 'speech_stopped':
+          this.lastEndpointAtMs = this.services.clock.now();
           this.lastInputItem = this.protocol.speechStopped(event.atUs / 1000);
           this.services.logger.info('endpoint', { call_id: this.id, at_ms: Math.round(event.atUs / 1000) });
           break;
         case 'utterance': {
           const itemId = this.lastInputItem;
-          if (itemId) this.transcribe(itemId, event.pcm);
+          if (itemId) this.transcribe(itemId, event.pcm, event.lastSpeechAtUs, event.quietThresholdRms);
           break;
         }
+        case 'prefetch':
+          // Speculative transcription during a pause; reused at the endpoint only if nothing audible followed.
+          this.early.start(event.pcm, event.markerUs);
+          break;
+        case 'prefetch_discarded':
+          this.early.discard();
+          break;
         case 'input_audio_too_long':
           this.protocol.inputAudioOverflow(this.identity);
           break;
@@ -217,17 +238,15 @@ export class RealtimeCall {
   }
 
   /** Transcriptions run one after another so turns start in speaking order. */
-  private transcribe(itemId: string, pcm: Int16Array): void {
+  private transcribe(itemId: string, pcm: Int16Array, markerUs: number, quietThresholdRms: number): void {
     this.transcriptions = this.transcriptions.then(async () => {
       let transcript = '';
+      let reusedPrefetch = false;
       const started = this.services.clock.now();
       try {
-        transcript = (
-          await this.services.stt.transcribe(
-            { pcm, sampleRateHz: SAMPLE_RATE_HZ },
-            { signal: this.sttController.signal },
-          )
-        ).trim();
+        const result = await this.early.transcribeFinal(pcm, markerUs, quietThresholdRms, this.sttController.signal);
+        transcript = result.text;
+        reusedPrefetch = result.reusedPrefetch;
       } catch (error) {
         if (this.closing) return;
         this.services.logger.warn('transcription_failed', {
@@ -241,6 +260,7 @@ export class RealtimeCall {
         item_id: itemId,
         ms: Math.round(this.services.clock.now() - started),
         chars: transcript.length,
+        reused_prefetch: reusedPrefetch,
       });
       this.services.logger.debugText('transcript', { call_id: this.id, item_id: itemId, transcript });
       this.protocol.userTranscript(itemId, transcript);
@@ -255,7 +275,17 @@ export class RealtimeCall {
     });
   }
 
+  private firstReplyFrameSent(responseId: string): void {
+    this.awaitingFirstFrame = null;
+    const fields: Record<string, unknown> = { call_id: this.id, response_id: responseId };
+    if (this.lastEndpointAtMs !== null)
+      fields.endpoint_to_first_rtp_ms = Math.round((this.services.clock.now() - this.lastEndpointAtMs) * 10) / 10;
+    this.lastEndpointAtMs = null;
+    this.services.logger.info('reply_audio_sent', fields);
+  }
+
   private startTurn(responseId: string, text: string): void {
+    this.awaitingFirstFrame = responseId;
     this.services.logger.debugText('turn_text', { call_id: this.id, response_id: responseId, text });
     this.runner.start(responseId, text);
   }

@@ -35,6 +35,8 @@ export interface ConnectOptions {
   session?: Record<string, unknown>;
   /** Keep decoded inbound PCM (memory grows 96 kB per second). */
   keepPcm?: boolean;
+  /** Decode inbound Opus to measure levels (default true; the benchmark only needs arrival times). */
+  decode?: boolean;
   path?: string;
   now?: () => number;
   /** How long to wait for the events channel after the answer (default 20 s). */
@@ -53,7 +55,9 @@ export class RealtimeClient {
   private sequence = 0;
   private timestamp = 0;
   private sending: NodeJS.Timeout | null = null;
-  private readonly micQueue: { frame: Int16Array; done?: () => void }[] = [];
+  private loopPayloads: Buffer[] | null = null;
+  private loopIndex = 0;
+  private readonly micQueue: { frame: Int16Array; done?: () => void; sent?: (atMs: number) => void }[] = [];
   private channelOpen!: Promise<void>;
   private constructor(
     readonly pc: RTCPeerConnection,
@@ -85,6 +89,10 @@ export class RealtimeClient {
     });
     pc.onTrack.subscribe((remote) => {
       remote.onReceiveRtp.subscribe((packet) => {
+        if (options.decode === false) {
+          client.packets.push({ atMs: client.now, peak: 0, pcm: new Int16Array(0) });
+          return;
+        }
         let pcm: Int16Array;
         try {
           pcm = client.decoder.decode(packet.payload);
@@ -184,25 +192,47 @@ export class RealtimeClient {
       const due = Math.floor((this.now - started) / 20) + 1;
       while (sent < due) {
         sent += 1;
+        if (this.loopPayloads) {
+          this.sendRawPayload(this.loopPayloads[this.loopIndex++ % this.loopPayloads.length] as Buffer);
+          continue;
+        }
         const next = this.micQueue.shift();
         this.sendFrame(next?.frame ?? new Int16Array(FRAME_SAMPLES));
+        next?.sent?.(this.now);
         next?.done?.();
       }
     }, 20);
   }
 
-  /** Queues PCM (48 kHz mono) on the microphone; resolves when its last frame was sent. */
-  speak(pcm: Int16Array): Promise<void> {
+  /**
+   * Queues PCM (48 kHz mono) on the microphone; resolves when its last frame was sent. `onSent` gets each
+   * frame's index and send time (the probe times from the last voiced frame).
+   */
+  speak(pcm: Int16Array, onSent?: (frameIndex: number, atMs: number) => void): Promise<void> {
     this.startMicrophone();
     return new Promise((resolve) => {
       for (let offset = 0; offset < pcm.length; offset += FRAME_SAMPLES) {
         const frame = new Int16Array(FRAME_SAMPLES);
         frame.set(pcm.subarray(offset, offset + FRAME_SAMPLES));
         const last = offset + FRAME_SAMPLES >= pcm.length;
-        this.micQueue.push({ frame, ...(last ? { done: resolve } : {}) });
+        const index = offset / FRAME_SAMPLES;
+        this.micQueue.push({
+          frame,
+          ...(last ? { done: resolve } : {}),
+          ...(onSent ? { sent: (atMs: number) => onSent(index, atMs) } : {}),
+        });
       }
       if (pcm.length === 0) resolve();
     });
+  }
+
+  /**
+   * Replaces the microphone's audio with pre-encoded Opus payloads played in a loop (the benchmark: many
+   * clients send continuous speech without paying an encoder each).
+   */
+  loopOpus(payloads: Buffer[]): void {
+    this.loopPayloads = payloads;
+    this.startMicrophone();
   }
 
   /** Sends one 20 ms frame now. */

@@ -27,9 +27,14 @@ export interface GatewayProcess {
 }
 
 /** Starts `npm run voice`'s entry point as a real process and waits until discovery answers. */
-export async function startGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
+export async function startGatewayProcess(
+  env: Record<string, string>,
+  /** A command the gateway runs under, e.g. `['taskset', '-c', '0']` to pin it to one core. */
+  wrapper: string[] = [],
+): Promise<GatewayProcess> {
   const port = await freePort();
-  const child = spawn(path.join(REPO_ROOT, 'node_modules/.bin/tsx'), [path.join(PACKAGE_ROOT, 'src/main.ts')], {
+  const command = [...wrapper, path.join(REPO_ROOT, 'node_modules/.bin/tsx'), path.join(PACKAGE_ROOT, 'src/main.ts')];
+  const child = spawn(command[0] as string, command.slice(1), {
     cwd: PACKAGE_ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HERMES_REALTIME_PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,199 @@
+/**
+ * `npm run bench:voice`: (a) concurrent calls one core sustains — the gateway pinned to CPU 0, werift clients
+ * on the other core, continuous Opus both ways (clients loop speech so detection always runs; each call
+ * first asks a typed question whose long reply keeps the gateway speaking) — with the p99 of outbound frame
+ * pacing jitter (|inter-arrival − 20 ms| at the client); (b) gateway-added latency from the endpoint decision
+ * to the first outbound RTP of the reply with instant local fake providers; (c) Silero inference time per
+ * window. Prints JSON. Options: --calls 10,20,40 --seconds 8 --turns 10.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import { SileroModel, SILERO_CONTEXT_SAMPLES, SILERO_WINDOW_SAMPLES } from '../src/audio/silero.js';
+import { FRAME_SAMPLES } from '../src/audio/types.js';
+import { OpusEncoder } from '../src/media/opus-codec.js';
+import { startFakeUpstreams } from '../src/testing/fake-upstreams.js';
+import { RealtimeClient } from '../src/testing/realtime-client.js';
+import { startGatewayProcess, toneSpeech } from '../test/support/gateway-process.js';
+
+const { values } = parseArgs({
+  options: {
+    calls: { type: 'string', default: '10,20,40' },
+    seconds: { type: 'string', default: '8' },
+    turns: { type: 'string', default: '10' },
+  },
+});
+const KEY = 'bench-key';
+const percentile = (sorted: number[], p: number) =>
+  sorted.length === 0 ? NaN : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number);
+const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
+const pinned = (() => {
+  try {
+    execFileSync('taskset', ['-c', '0', 'true']);
+    return os.cpus().length > 1;
+  } catch {
+    return false;
+  }
+})();
+
+/** CPU seconds used so far by a process and its descendants (Linux /proc). */
+function cpuSeconds(pid: number): number {
+  let total = 0;
+  const visit = (id: number) => {
+    try {
+      const fields = readFileSync(`/proc/${id}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      total += (Number(fields[11]) + Number(fields[12])) / 100;
+      for (const task of readFileSync(`/proc/${id}/task/${id}/children`, 'utf8').trim().split(/\s+/).filter(Boolean))
+        visit(Number(task));
+    } catch {
+      // the process ended
+    }
+  };
+  visit(pid);
+  return total;
+}
+
+const upstream = await startFakeUpstreams({
+  transcript: () => 'benchmark question',
+  reply: () => ['Here is a long answer that keeps the gateway speaking. '.repeat(12)],
+  speechMsPerChar: 25,
+});
+const gatewayEnv = {
+  HERMES_REALTIME_API_KEY: KEY,
+  HERMES_REALTIME_MAX_CALLS: '500',
+  HERMES_REALTIME_VAD_BACKEND: 'rms',
+  HERMES_REALTIME_SILENCE_DURATION: '0.5',
+  HERMES_REALTIME_AGENT: 'openai',
+  HERMES_REALTIME_AGENT_URL: upstream.openAiBaseUrl,
+  HERMES_REALTIME_AGENT_MODEL: 'bench',
+  HERMES_REALTIME_STT_BASE_URL: upstream.openAiBaseUrl,
+  HERMES_REALTIME_TTS_PROVIDER: 'openai',
+  HERMES_REALTIME_TTS_BASE_URL: upstream.openAiBaseUrl,
+};
+
+// Continuous "speech" the clients send: a voiced tone, encoded once and looped.
+const encoder = new OpusEncoder();
+const speech = toneSpeech(2, 0);
+const loop: Buffer[] = [];
+for (let offset = 0; offset + FRAME_SAMPLES <= speech.length; offset += FRAME_SAMPLES)
+  loop.push(encoder.encode(speech.subarray(offset, offset + FRAME_SAMPLES)));
+
+const concurrency: Record<string, unknown>[] = [];
+for (const calls of values.calls.split(',').map(Number)) {
+  const gateway = await startGatewayProcess(gatewayEnv, pinned ? ['taskset', '-c', '0'] : []);
+  const pid = gateway.child.pid ?? 0;
+  const clients: RealtimeClient[] = [];
+  try {
+    for (let i = 0; i < calls; i += 1) {
+      const client = await RealtimeClient.connect({
+        baseUrl: gateway.url,
+        apiKey: KEY,
+        decode: false,
+        microphone: false,
+      });
+      client.send({
+        type: 'conversation.item.create',
+        item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'talk' }] },
+      });
+      client.send({ type: 'response.create' });
+      clients.push(client);
+    }
+    await Promise.all(clients.map((c) => c.waitForType('output_audio_buffer.started', { timeoutMs: 60_000 })));
+    for (const client of clients) client.loopOpus(loop);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const windowStart = performance.now();
+    const cpuStart = cpuSeconds(pid);
+    const marks = clients.map((c) => c.packets.length);
+    await new Promise((resolve) => setTimeout(resolve, Number(values.seconds) * 1000));
+    const cpu = cpuSeconds(pid) - cpuStart;
+    const elapsed = (performance.now() - windowStart) / 1000;
+    const jitter: number[] = [];
+    let packets = 0;
+    for (const [index, client] of clients.entries()) {
+      const arrivals = client.packets.slice(marks[index]).map((p) => p.atMs);
+      packets += arrivals.length;
+      for (let i = 1; i < arrivals.length; i += 1)
+        jitter.push(Math.abs((arrivals[i] as number) - (arrivals[i - 1] as number) - 20));
+    }
+    jitter.sort((a, b) => a - b);
+    const speaking = clients.filter((c) => !c.types().includes('output_audio_buffer.stopped')).length;
+    concurrency.push({
+      calls,
+      pinned_to_one_core: pinned,
+      packets_per_call_per_s: round(packets / calls / elapsed, 1),
+      jitter_p50_ms: round(percentile(jitter, 50)),
+      jitter_p99_ms: round(percentile(jitter, 99)),
+      gateway_cpu_percent: round((cpu / elapsed) * 100, 1),
+      cpu_percent_per_call: round(((cpu / elapsed) * 100) / calls, 2),
+      calls_still_speaking: speaking,
+    });
+    console.error(JSON.stringify(concurrency.at(-1)));
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+    await gateway.stop();
+  }
+}
+
+// (b) endpoint decision → first outbound RTP of the reply, gateway-measured, instant fake providers.
+const latencyGateway = await startGatewayProcess(gatewayEnv, pinned ? ['taskset', '-c', '0'] : []);
+const latencies: number[] = [];
+try {
+  const client = await RealtimeClient.connect({ baseUrl: latencyGateway.url, apiKey: KEY, decode: false });
+  for (let turn = 0; turn < Number(values.turns); turn += 1) {
+    const from = client.events.length;
+    await client.speak(toneSpeech(0.8, 0.2));
+    await client.waitForType('output_audio_buffer.started', { from, timeoutMs: 30_000 });
+    client.send({ type: 'response.cancel' });
+    await client.waitForType('response.done', { from, timeoutMs: 30_000 });
+    await new Promise((resolve) => setTimeout(resolve, 900)); // echo guard, then the next question
+  }
+  await client.close();
+  for (const line of latencyGateway.output().split('\n')) {
+    if (!line.includes('"reply_audio_sent"')) continue;
+    const parsed = JSON.parse(line) as { endpoint_to_first_rtp_ms?: number };
+    if (typeof parsed.endpoint_to_first_rtp_ms === 'number') latencies.push(parsed.endpoint_to_first_rtp_ms);
+  }
+} finally {
+  await latencyGateway.stop();
+  await upstream.close();
+}
+latencies.sort((a, b) => a - b);
+
+// (c) Silero: one inference per 32 ms window (64 context + 512 samples at 16 kHz), one thread.
+const model = await SileroModel.load();
+const input = new Float32Array(SILERO_CONTEXT_SAMPLES + SILERO_WINDOW_SAMPLES);
+const state = new Float32Array(2 * 128);
+const inference: number[] = [];
+for (let i = 0; i < 300; i += 1) {
+  for (let j = 0; j < input.length; j += 1) input[j] = Math.sin((j + i) / 9) * 0.3;
+  const start = performance.now();
+  await model.infer(input, state);
+  if (i >= 20) inference.push(performance.now() - start);
+}
+inference.sort((a, b) => a - b);
+await model.close();
+
+const sustained = concurrency.filter((row) => (row.jitter_p99_ms as number) < 5).map((row) => row.calls as number);
+console.log(
+  JSON.stringify(
+    {
+      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadavg_1m: round(os.loadavg()[0] ?? 0) },
+      concurrency,
+      max_calls_with_jitter_p99_under_5ms: sustained.length ? Math.max(...sustained) : 0,
+      endpoint_to_first_rtp_ms: {
+        turns: latencies.length,
+        p50: round(percentile(latencies, 50), 1),
+        p99: round(percentile(latencies, 99), 1),
+        max: round(latencies.at(-1) ?? NaN, 1),
+      },
+      silero_inference_ms_per_window: {
+        p50: round(percentile(inference, 50), 3),
+        p99: round(percentile(inference, 99), 3),
+      },
+    },
+    null,
+    2,
+  ),
+);
+process.exit(0);

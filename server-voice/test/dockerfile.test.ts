@@ -1,0 +1,108 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from './support/gateway-process.js';
+
+const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const REPO_ROOT = path.resolve(PACKAGE_ROOT, '..');
+const folder = mkdtempSync(path.join(os.tmpdir(), 'voice-docker-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+interface Step {
+  instruction: string;
+  args: string;
+}
+
+function steps(): Step[] {
+  return readFileSync(path.join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() && !line.trim().startsWith('#'))
+    .map((line) => {
+      const [instruction = '', ...rest] = line.trim().split(/\s+/);
+      return { instruction, args: rest.join(' ') };
+    });
+}
+
+describe('server-voice/Dockerfile', () => {
+  it('builds from Node 20 slim and its steps work in a clean folder', async () => {
+    const all = steps();
+    expect(all[0]).toEqual({ instruction: 'FROM', args: 'node:20-slim' });
+    const app = path.join(folder, 'app');
+    mkdirSync(app);
+    const env: Record<string, string> = {};
+    let cmd: string[] = [];
+    for (const step of all.slice(1)) {
+      if (step.instruction === 'COPY') {
+        // COPY src... dest (relative to the build context, the repository root)
+        const parts = step.args.split(' ');
+        const destination = path.join(app, parts.pop() ?? '');
+        for (const source of parts) {
+          const from = path.join(REPO_ROOT, source);
+          expect(existsSync(from), `COPY source ${source}`).toBe(true);
+          const target =
+            destination.endsWith('/') || parts.length > 1 ? path.join(destination, path.basename(source)) : destination;
+          cpSync(from, target.endsWith(path.sep) ? path.join(target, path.basename(source)) : target, {
+            recursive: true,
+            filter: (file) => !file.includes(`${path.sep}node_modules`) && !file.includes(`${path.sep}.turbo`),
+          });
+        }
+      } else if (step.instruction === 'RUN') {
+        // The install resolves from the lockfile alone (dry run: no download, no Docker engine here).
+        const command = step.args.split(' ');
+        expect(command.slice(0, 2)).toEqual(['npm', 'ci']);
+        execFileSync('npm', [...command.slice(1), '--dry-run', '--offline'], { cwd: app, stdio: 'pipe' });
+      } else if (step.instruction === 'ENV') {
+        for (const pair of step.args.split(' ')) {
+          const [name = '', value = ''] = pair.split('=');
+          env[name] = value;
+        }
+      } else if (step.instruction === 'CMD') {
+        cmd = JSON.parse(step.args) as string[];
+      } else {
+        expect(['WORKDIR', 'USER', 'EXPOSE']).toContain(step.instruction);
+      }
+    }
+    // Stand in for the installed dependencies with the repository's own, then run the image's command.
+    symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(app, 'node_modules'));
+    const port = await freePort();
+    const child = spawn(cmd[0] ?? '', cmd.slice(1), {
+      cwd: app,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: os.tmpdir(),
+        ...env,
+        HERMES_REALTIME_HOST: '127.0.0.1',
+        HERMES_REALTIME_PORT: String(port),
+        HERMES_REALTIME_API_KEY: 'docker-key',
+        HERMES_REALTIME_VAD_BACKEND: 'rms',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      const deadline = Date.now() + 60_000;
+      let status = 0;
+      while (Date.now() < deadline && child.exitCode === null) {
+        try {
+          status = (
+            await fetch(`http://127.0.0.1:${port}/v1/realtime/discovery`, {
+              headers: { authorization: 'Bearer docker-key' },
+            })
+          ).status;
+          if (status === 200) break;
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      }
+      expect(status, output).toBe(200);
+      expect(env).toMatchObject({ HERMES_REALTIME_HOST: '0.0.0.0', HERMES_REALTIME_PORT: '9130' });
+    } finally {
+      child.kill('SIGTERM');
+    }
+  });
+});
