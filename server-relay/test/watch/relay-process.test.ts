@@ -211,6 +211,92 @@ describe('the Watch features in a real relay process', () => {
     expect(error).toEqual({ error: 'maps_unavailable' });
   });
 
+  it('answers every upgrade refusal before the 101', async () => {
+    const { gid, watch } = await grant(true);
+    const silent = await grant(false);
+    const ws = `ws://127.0.0.1:${port}/v1/watch-audio`;
+    expect(await refused(`${ws}/${gid}/watch`, watchKey().authorization)).toEqual({
+      status: 401,
+      body: { error: 'unauthorized' },
+    });
+    expect(await refused(`${ws}/${silent.gid}/host`, gateway.authorization)).toEqual({
+      status: 403,
+      body: { error: 'audio_not_granted' },
+    });
+    expect(await refused(`${ws}/${silent.gid}/watch`, silent.watch.authorization)).toEqual({
+      status: 403,
+      body: { error: 'audio_not_granted' },
+    });
+    const v12 = await RawClient.connect(port, `/v1/watch-audio/${gid}/host`, {
+      Authorization: gateway.authorization,
+      'Sec-WebSocket-Version': '12',
+    });
+    expect(v12.status.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    v12.socket.destroy();
+    await relay.DELETE('/v1/watch-tools/grants/{gid}', {
+      params: { path: { gid } },
+      headers: { authorization: watch.authorization },
+    });
+    expect(await refused(`${ws}/${gid}/host`, gateway.authorization)).toEqual({
+      status: 410,
+      body: { error: 'grant_closed', reason: 'watch' },
+    });
+  });
+
+  it('closes with every bridge code: 4503, 4000, 1002, 1003, 1009, 4429, 4010, 4408', async () => {
+    const { gid, watch } = await grant(true);
+    const ws = `ws://127.0.0.1:${port}/v1/watch-audio/${gid}`;
+    const alone = await open(`${ws}/watch`, watch.authorization);
+    expect((await alone.closed).code).toBe(4503);
+    const host = await open(`${ws}/host`, gateway.authorization);
+    const violations: [number, (c: RawClient) => void][] = [
+      [1002, (c) => c.frame(0x2, Buffer.from([0, 1]))],
+      [1002, (c) => c.frame(0x2, Buffer.from([1]), { masked: false })],
+      [1003, (c) => c.frame(0x1, Buffer.from('text'))],
+      [1003, (c) => c.frame(0x2, Buffer.from([1]), { fin: false })],
+      [1009, (c) => c.frame(0x2, Buffer.alloc(65_537, 1))],
+    ];
+    for (const [code, send] of violations) {
+      const client = await RawClient.connect(port, `/v1/watch-audio/${gid}/watch`, {
+        Authorization: watch.authorization,
+      });
+      send(client);
+      expect(await client.closeCode()).toBe(code);
+    }
+    const first = await open(`${ws}/watch`, watch.authorization);
+    const second = await open(`${ws}/watch`, watch.authorization);
+    expect((await first.closed).code).toBe(4000);
+    for (let i = 0; i < 8; i += 1) second.ws.send(audioMessage(65_536));
+    expect((await second.closed).code).toBe(4429);
+    const idle = await grant(true);
+    const idleHost = await open(`ws://127.0.0.1:${port}/v1/watch-audio/${idle.gid}/host`, gateway.authorization);
+    await relay.DELETE('/v1/watch-tools/grants/{gid}', {
+      params: { path: { gid } },
+      headers: { authorization: gateway.authorization },
+    });
+    expect((await host.closed).code).toBe(4010);
+    // WATCH_AUDIO_IDLE_MS is 5,000 in this process.
+    expect((await idleHost.closed).code).toBe(4408);
+  });
+
+  it('forgets a Live Activity on DELETE', async () => {
+    const pushToken = randomBytes(32).toString('hex');
+    await relay.PUT('/v1/live-activities', {
+      headers: { authorization: device.authorization },
+      body: { push_token: pushToken, session_ids: ['s-2'] },
+    });
+    const removed = await relay.DELETE('/v1/live-activities/{push_token}', {
+      params: { path: { push_token: pushToken } },
+      headers: { authorization: device.authorization },
+    });
+    expect(removed.response.status).toBe(204);
+    const { data } = await relay.POST('/v1/live-activities/progress', {
+      headers: { authorization: gateway.authorization },
+      body: { session_id: 's-2', phase: 'thinking', tool_count: 0, started_at: 1_800_000_000 },
+    });
+    expect(data).toEqual({ watching: false, sent: 0 });
+  });
+
   it('SIGTERM closes open bridges with 1001 and the process exits', async () => {
     const { gid, watch } = await grant(true);
     const ws = `ws://127.0.0.1:${port}/v1/watch-audio/${gid}`;

@@ -65,15 +65,15 @@ export class RawClient {
   static async connect(port: number, path: string, headers: Record<string, string>): Promise<RawClient> {
     const socket = connect(port, '127.0.0.1');
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-    const lines = [
-      `GET ${path} HTTP/1.1`,
-      'Host: 127.0.0.1',
-      'Upgrade: websocket',
-      'Connection: Upgrade',
-      `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`,
-      'Sec-WebSocket-Version: 13',
-      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
-    ];
+    const all: Record<string, string> = {
+      Host: '127.0.0.1',
+      Upgrade: 'websocket',
+      Connection: 'Upgrade',
+      'Sec-WebSocket-Key': randomBytes(16).toString('base64'),
+      'Sec-WebSocket-Version': '13',
+      ...headers,
+    };
+    const lines = [`GET ${path} HTTP/1.1`, ...Object.entries(all).map(([k, v]) => `${k}: ${v}`)];
     socket.write(`${lines.join('\r\n')}\r\n\r\n`);
     let buffered = Buffer.alloc(0);
     let rest = Buffer.alloc(0);
