@@ -1,0 +1,57 @@
+/**
+ * APNs failures that need their own relay process: APNS_VOIP_FAILURE (the phone's PushKit token refused as
+ * Unregistered) with APNs otherwise accepting.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  deviceToken,
+  eventId,
+  pairHost,
+  registerPhone,
+  ROOMY_BUDGETS,
+  startRelay,
+  TOPIC,
+  type Relay,
+} from './relay.js';
+
+let relay: Relay;
+
+beforeAll(async () => {
+  relay = await startRelay({
+    ...ROOMY_BUDGETS,
+    APNS_VOIP_FAILURE: 'Unregistered',
+    APNS_VOIP_FAILURE_TOPIC: `${TOPIC}.voip`,
+  });
+});
+afterAll(() => relay.stop());
+
+describe('VoIP failure', () => {
+  it('a phone PushKit token refused as Unregistered is forgotten, the Watch is not rung, and the alert is sent', async () => {
+    const watch = deviceToken();
+    const phone = await registerPhone(relay, { voip_token: deviceToken(), watch_voip_token: watch });
+    const host = await pairHost(relay, phone);
+    const call = { id: 'call-fail-0001', kind: 'done', session_ids: ['s'] };
+    const before = relay.captures().length;
+    const reply = await relay.call('POST', '/v1/events', {
+      auth: host.auth,
+      body: { type: 'call.requested', event_id: eventId(), call },
+    });
+    expect(reply.status).toBe(202);
+    expect(reply.json).toEqual({ accepted: true, delivered: true });
+    const pushes = relay.captures().slice(before);
+    expect(pushes.map((push) => push.deviceToken)).not.toContain(watch);
+    const alert = pushes.find((push) => push.deviceToken === phone.token);
+    expect((alert?.notification.payload.aps as Record<string, unknown>).category).toBe('HERMES_CALL');
+    const state = await relay.call('PUT', `/v1/installations/${phone.id}`, { auth: phone.auth, body: {} });
+    expect((state.json as { installation: { voip: boolean; watch_voip: boolean } }).installation).toMatchObject({
+      voip: false,
+      watch_voip: true,
+    });
+    // Without a phone PushKit token the next call goes straight to the alert.
+    const next = await relay.call('POST', '/v1/events', {
+      auth: host.auth,
+      body: { type: 'call.requested', event_id: eventId(), call },
+    });
+    expect(next.json).toEqual({ accepted: true, delivered: true });
+  });
+});
