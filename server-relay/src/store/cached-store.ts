@@ -12,6 +12,7 @@ import type { InstallationPatch, RelayStore } from './relay-store.js';
 export class CachedStore implements RelayStore {
   private readonly installations = new Map<string, InstallationRecord>();
   private readonly gateways = new Map<string, GatewayRecord>();
+  private installationCount: number | undefined;
 
   constructor(
     private readonly inner: RelayStore,
@@ -27,8 +28,13 @@ export class CachedStore implements RelayStore {
     }
   }
 
-  countInstallations(): Promise<number> {
-    return this.inner.countInstallations();
+  /**
+   * The installation count gates every registration; counting rows costs O(n), so it is read once
+   * and then kept by this process's inserts (installations are only removed offline, by the prune CLI).
+   */
+  async countInstallations(): Promise<number> {
+    this.installationCount ??= await this.inner.countInstallations();
+    return this.installationCount;
   }
 
   countActiveInstallations(): Promise<number> {
@@ -37,6 +43,7 @@ export class CachedStore implements RelayStore {
 
   async insertInstallation(record: InstallationRecord): Promise<void> {
     await this.inner.insertInstallation(record);
+    if (this.installationCount !== undefined) this.installationCount += 1;
     this.remember(this.installations, record.id, record);
   }
 
