@@ -144,6 +144,8 @@ try {
     const from = client.events.length;
     await client.speak(toneSpeech(0.8, 0.2));
     await client.waitForType('output_audio_buffer.started', { from, timeoutMs: 30_000 });
+    // Let the first frames go out (the gateway logs the first one it sends), then stop the long reply.
+    await new Promise((resolve) => setTimeout(resolve, 300));
     client.send({ type: 'response.cancel' });
     await client.waitForType('response.done', { from, timeoutMs: 30_000 });
     await new Promise((resolve) => setTimeout(resolve, 900)); // echo guard, then the next question

@@ -1,0 +1,99 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { parseIceServers } from '../src/signalling/ice-servers.js';
+
+const base = { HERMES_REALTIME_API_KEY: 'k' };
+
+function configFile(content: unknown): string {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'voice-config-')), 'voice.json');
+  writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+  return file;
+}
+
+describe('loadConfig', () => {
+  it('has the reference defaults', () => {
+    const config = loadConfig(base);
+    expect(config).toMatchObject({
+      host: '127.0.0.1',
+      port: 9130,
+      maxCalls: 8,
+      maxCallSeconds: 7200,
+      callSetupTimeoutMs: 30_000,
+      iceServers: [],
+      proxySigningKey: null,
+      bargeIn: false,
+      agent: { kind: 'echo' },
+      debug: false,
+    });
+    expect(config.audio.endpoint.silenceDurationUs).toBe(1_500_000);
+  });
+
+  it('reads a JSON config file, and the environment wins over it', () => {
+    const file = configFile({
+      max_calls: 3,
+      silence_duration: 0.8,
+      ice_servers: [{ urls: ['stun:stun.example.org:3478'] }],
+      agent: { kind: 'openai', url: 'http://127.0.0.1:8000/v1', model: 'm' },
+      speech: { HERMES_REALTIME_STT_BASE_URL: 'http://127.0.0.1:8000/v1' },
+    });
+    const config = loadConfig({ ...base, HERMES_REALTIME_CONFIG: file, HERMES_REALTIME_MAX_CALLS: '5' });
+    expect(config.maxCalls).toBe(5);
+    expect(config.audio.endpoint.silenceDurationUs).toBe(800_000);
+    expect(config.iceServers).toEqual([{ urls: ['stun:stun.example.org:3478'] }]);
+    expect(config.agent).toEqual({ kind: 'openai', baseUrl: 'http://127.0.0.1:8000/v1', apiKey: '', model: 'm' });
+    expect(config.speechEnv).toEqual({ HERMES_REALTIME_STT_BASE_URL: 'http://127.0.0.1:8000/v1' });
+  });
+
+  it.each([
+    [{ HERMES_REALTIME_MAX_CALLS: '0' }, /HERMES_REALTIME_MAX_CALLS/],
+    [{ HERMES_REALTIME_MAX_CALLS: 'many' }, /HERMES_REALTIME_MAX_CALLS/],
+    [{ HERMES_REALTIME_PORT: '70000' }, /HERMES_REALTIME_PORT/],
+    [{ HERMES_REALTIME_MAX_CALL_SECONDS: '1.5' }, /HERMES_REALTIME_MAX_CALL_SECONDS/],
+    [{ HERMES_REALTIME_SILENCE_DURATION: '0.1' }, /silence_duration/],
+    [{ HERMES_REALTIME_ICE_SERVERS: '{"urls":"stun:x"}' }, /HERMES_REALTIME_ICE_SERVERS/],
+    [{ HERMES_REALTIME_ICE_SERVERS: 'not json' }, /HERMES_REALTIME_ICE_SERVERS/],
+    [{ HERMES_REALTIME_AGENT: 'gpt' }, /HERMES_REALTIME_AGENT/],
+    [{ HERMES_REALTIME_AGENT: 'hermes' }, /HERMES_REALTIME_AGENT_URL/],
+    [{ HERMES_REALTIME_AGENT: 'openai', HERMES_REALTIME_AGENT_URL: 'http://x/v1' }, /HERMES_REALTIME_AGENT_MODEL/],
+    [{ HERMES_REALTIME_AGENT: 'hermes', HERMES_REALTIME_AGENT_URL: 'ftp://x' }, /http/],
+    [{ HERMES_REALTIME_BARGE_IN: 'maybe' }, /HERMES_REALTIME_BARGE_IN/],
+  ])('refuses %o with a message naming the setting', (env, message) => {
+    expect(() => loadConfig({ ...base, ...env })).toThrow(ConfigError);
+    expect(() => loadConfig({ ...base, ...env })).toThrow(message);
+  });
+
+  it('refuses an unreadable, non-JSON or non-object config file', () => {
+    expect(() => loadConfig({ ...base, HERMES_REALTIME_CONFIG: '/nonexistent/voice.json' })).toThrow(/cannot read/);
+    expect(() => loadConfig({ ...base, HERMES_REALTIME_CONFIG: configFile('{oops') })).toThrow(/not valid JSON/);
+    expect(() => loadConfig({ ...base, HERMES_REALTIME_CONFIG: configFile([1]) })).toThrow(/JSON object/);
+    expect(() => loadConfig({ ...base, HERMES_REALTIME_CONFIG: configFile({ speech: { OTHER: 'x' } }) })).toThrow(
+      /unknown key/,
+    );
+  });
+});
+
+describe('parseIceServers', () => {
+  it('accepts STUN/TURN entries and refuses bad ones without echoing credentials', () => {
+    expect(parseIceServers([{ urls: 'turns:turn.example.org:443', username: 'u', credential: 'secret-cred' }])).toEqual(
+      { ok: true, value: [{ urls: 'turns:turn.example.org:443', username: 'u', credential: 'secret-cred' }] },
+    );
+    const bad = [
+      Array.from({ length: 9 }, () => ({ urls: 'stun:a' })),
+      [{ urls: 'http://a' }],
+      [{ urls: [] }],
+      [{ urls: Array.from({ length: 9 }, () => 'stun:a') }],
+      [{ urls: 'stun:a', extra: 1 }],
+      [{ urls: 'stun:' + 'a'.repeat(2048) }],
+      [{ urls: 'stun:a', credential: 'x'.repeat(1025) }],
+      ['stun:a'],
+    ];
+    for (const value of bad) {
+      const parsed = parseIceServers(value);
+      expect(parsed.ok).toBe(false);
+      if (!parsed.ok) expect(parsed.error).not.toContain('secret');
+    }
+  });
+});
