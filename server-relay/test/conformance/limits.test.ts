@@ -151,12 +151,12 @@ describe('§9 boot rules', () => {
       expect(result.code, name).not.toBeNull();
       expect(result.stderr).toContain(`${name} must be a positive integer.`);
     });
-  });
+  }, 150_000);
 
   it('PUBLIC_URL must be https', async () => {
     const result = await boot({ PUBLIC_URL: 'http://relay.example.test' });
     expect(result.code).not.toBe(0);
     expect(result.code).not.toBeNull();
     expect(result.stderr).toContain('PUBLIC_URL');
-  });
+  }, 90_000);
 });
