@@ -290,6 +290,11 @@ export class RealtimeCall {
     this.runner.start(responseId, text);
   }
 
+  /** True once `close()` ran (the call may still be releasing). */
+  get isClosing(): boolean {
+    return this.closing !== null;
+  }
+
   /** Releases everything the call owns. Safe to call any number of times. */
   close(reason: string): Promise<void> {
     this.closing ??= (async () => {

@@ -94,7 +94,8 @@ export async function callRoutes(app: FastifyInstance, deps: CallRoutesDeps): Pr
           } catch {
             throw new SetupError(400, CALL_SETUP_ERRORS.invalidOffer);
           }
-          if (controller.signal.aborted) throw new SetupError(400, CALL_SETUP_ERRORS.invalidOffer);
+          // Past the deadline, or the peer already failed while answering: nothing usable to hand back.
+          if (controller.signal.aborted || call.isClosing) throw new SetupError(400, CALL_SETUP_ERRORS.invalidOffer);
           reservation.commit(call);
           const live = call;
           const lifetime = setTimeout(() => void live.close('max call seconds'), config.maxCallSeconds * 1000);
