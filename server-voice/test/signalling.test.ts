@@ -12,6 +12,7 @@ import {
   ProxyReplayGuard,
   verifyProxyIdentity,
 } from '../src/signalling/proxy-identity.js';
+import { RealtimeClient } from '../src/testing/realtime-client.js';
 import { makeOffer, multipart } from './support/offer.js';
 
 const KEY = 'signalling-test-key';
@@ -244,6 +245,33 @@ describe('call capacity and the setup deadline', () => {
     expect(gw.app.voiceCalls.pendingCount).toBe(0);
     expect((await post(gw.url, await offer(), 'application/sdp')).status).toBe(201);
     await gw.app.voiceCalls.closeAll('done');
+  });
+});
+
+describe('call lifetime', () => {
+  it('closes a call whose peer never connects at the setup deadline and frees its slot', async () => {
+    const gw = await gateway({ maxCalls: 1, callSetupTimeoutMs: 400 });
+    // A valid offer from a peer that never applies the answer: ICE/DTLS can never complete.
+    const response = await post(gw.url, await offer(), 'application/sdp');
+    expect(response.status).toBe(201);
+    expect(gw.app.voiceCalls.activeCount).toBe(1);
+    const id = (response.headers.get('location') ?? '').split('/').pop() ?? '';
+    const call = gw.app.voiceCalls.get(id) as { closed: Promise<void> } | undefined;
+    await call?.closed;
+    expect(gw.app.voiceCalls.activeCount).toBe(0);
+  });
+
+  it('closes a connected call after HERMES_REALTIME_MAX_CALL_SECONDS', async () => {
+    const gw = await gateway({ maxCallSeconds: 1 });
+    const client = await RealtimeClient.connect({ baseUrl: gw.url, apiKey: KEY });
+    try {
+      expect(gw.app.voiceCalls.activeCount).toBe(1);
+      const call = gw.app.voiceCalls.get(client.callId) as { closed: Promise<void> } | undefined;
+      await call?.closed;
+      expect(gw.app.voiceCalls.activeCount).toBe(0);
+    } finally {
+      await client.close();
+    }
   });
 });
 
