@@ -39,7 +39,7 @@ export interface ConnectOptions {
   decode?: boolean;
   path?: string;
   now?: () => number;
-  /** How long to wait for the events channel after the answer (default 20 s). */
+  /** How long to wait for the events channel after the answer (default 10 s). */
   openTimeoutMs?: number;
   /** Start the live microphone (silence until `speak`) right after connecting; default true. */
   microphone?: boolean;
@@ -71,7 +71,22 @@ export class RealtimeClient {
     return (this.options.now ?? (() => performance.now()))();
   }
 
+  /**
+   * Dials the gateway. A dial whose events channel does not open in time is retried once as a new call (and
+   * reported on stderr): werift's DTLS handshake occasionally stalls on an overloaded machine, and a client
+   * redials as a browser user would.
+   */
   static async connect(options: ConnectOptions): Promise<RealtimeClient> {
+    try {
+      return await RealtimeClient.dial(options);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('the events channel did not open')) throw error;
+      console.error(`realtime client: ${error.message}; redialling once`);
+      return RealtimeClient.dial(options);
+    }
+  }
+
+  private static async dial(options: ConnectOptions): Promise<RealtimeClient> {
     await warmUpWebrtc();
     const pc = new RTCPeerConnection(peerConfig({ iceServers: [], loopbackCandidate: true, loopbackOnly: true }));
     const track = new MediaStreamTrack({ kind: 'audio' });
@@ -123,8 +138,8 @@ export class RealtimeClient {
     await pc.setRemoteDescription({ type: 'answer', sdp: answer });
     const timeout = new Promise<never>((_, reject) =>
       setTimeout(
-        () => reject(new Error(`the events channel did not open within ${options.openTimeoutMs ?? 20_000} ms`)),
-        options.openTimeoutMs ?? 20_000,
+        () => reject(new Error(`the events channel did not open within ${options.openTimeoutMs ?? 10_000} ms`)),
+        options.openTimeoutMs ?? 10_000,
       ).unref(),
     );
     try {
