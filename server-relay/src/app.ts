@@ -110,7 +110,12 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
     decisionLock: createLock(),
   };
 
-  const app = Fastify({ logger: false, bodyLimit: FIXED_LIMITS.maxBodyChars * 4 });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: FIXED_LIMITS.maxBodyChars * 4,
+    // The reference routes on method and path: HEAD is an unknown route there (404 not_found).
+    exposeHeadRoutes: false,
+  });
   acceptAnyBodyAsText(app);
   applyWireConventions(app, accessLog, (error) =>
     log('error', 'request failed', { error: error instanceof Error ? error.message : String(error) }),

@@ -19,11 +19,14 @@ export function acceptAnyBodyAsText(app: FastifyInstance): void {
 }
 
 /** The reference's readJson: ≤32,768 characters (413), empty = {}, anything but a JSON object = 400 invalid_json. */
-export function readJson(request: FastifyRequest): Record<string, unknown> {
+export function readJson(
+  request: FastifyRequest,
+  maxChars: number = FIXED_LIMITS.maxBodyChars,
+): Record<string, unknown> {
   const raw = request.body;
   if (raw === undefined || raw === null || raw === '') return {};
   if (typeof raw !== 'string') throw new WireError(400, 'invalid_json');
-  if (raw.length > FIXED_LIMITS.maxBodyChars) throw new WireError(413, 'payload_too_large');
+  if (raw.length > maxChars) throw new WireError(413, 'payload_too_large');
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);

@@ -15,15 +15,19 @@ import {
 } from './relay.js';
 
 let relay: Relay;
+let watchRefused: Relay;
 
 beforeAll(async () => {
-  relay = await startRelay({
-    ...ROOMY_BUDGETS,
-    APNS_VOIP_FAILURE: 'Unregistered',
-    APNS_VOIP_FAILURE_TOPIC: `${TOPIC}.voip`,
-  });
+  [relay, watchRefused] = await Promise.all([
+    startRelay({ ...ROOMY_BUDGETS, APNS_VOIP_FAILURE: 'Unregistered', APNS_VOIP_FAILURE_TOPIC: `${TOPIC}.voip` }),
+    startRelay({
+      ...ROOMY_BUDGETS,
+      APNS_VOIP_FAILURE: 'TopicDisallowed',
+      APNS_VOIP_FAILURE_TOPIC: `${TOPIC}.watchkitapp.voip`,
+    }),
+  ]);
 });
-afterAll(() => relay.stop());
+afterAll(() => Promise.all([relay.stop(), watchRefused.stop()]));
 
 describe('VoIP failure', () => {
   it('a phone PushKit token refused as Unregistered is forgotten, the Watch is not rung, and the alert is sent', async () => {
@@ -53,5 +57,34 @@ describe('VoIP failure', () => {
       body: { type: 'call.requested', event_id: eventId(), call },
     });
     expect(next.json).toEqual({ accepted: true, delivered: true });
+  });
+});
+
+describe('stop push to a Watch whose topic APNs refuses', () => {
+  it('settle answers notified:true: the Watch has a PushKit token, so a stop push went to it (the seed)', async () => {
+    const watch = deviceToken();
+    const phone = await registerPhone(watchRefused, { voip_token: deviceToken(), watch_voip_token: watch });
+    const host = await pairHost(watchRefused, phone);
+    const before = watchRefused.captures().length;
+    const rang = await watchRefused.call('POST', '/v1/events', {
+      auth: host.auth,
+      body: {
+        type: 'call.requested',
+        event_id: eventId(),
+        call: { id: 'call-stop-0001', kind: 'done', session_ids: ['s'] },
+      },
+    });
+    expect(rang.json).toEqual({ accepted: true, delivered: true, rang: true });
+    const ringPush = watchRefused.captures().slice(before)[0];
+    const ticket = (ringPush?.notification.payload.conduit as { ring: { id: string; token: string } }).ring;
+    const settled = await watchRefused.call('POST', `/v1/rings/${ticket.id}/settled`, {
+      body: { token: ticket.token, by: 'phone', outcome: 'answered' },
+    });
+    expect(settled.status).toBe(200);
+    expect(settled.json).toEqual({ settled: true, notified: true });
+    // The stop push was attempted to the Watch's token on the Watch VoIP topic (and refused there).
+    const stop = watchRefused.captures().at(-1);
+    expect(stop?.deviceToken).toBe(watch);
+    expect(stop?.notification.topic).toBe(`${TOPIC}.watchkitapp.voip`);
   });
 });

@@ -204,14 +204,17 @@ describe('rings', () => {
     // A waiting fetch resolves as soon as the phone stores the session.
     const waiting = relay.call('GET', `${session}?wait=10`, { auth: `bearer ${ticket.token}` });
     await new Promise((resolve) => setTimeout(resolve, 200));
-    // Within readJson's 32,768 characters (larger sessions: see the review notes).
-    const sealed = 'S'.repeat(30_000);
+    // A session may be 96 KB (98,304 characters), above the general 32,768-character body bound.
+    const sealed = 'S'.repeat(98_304);
     const stored = await relay.call('PUT', session, { body: { token: ticket.token, sealed } });
     expect(stored.status).toBe(200);
     expect(stored.json).toEqual({ stored: true });
     const fetched = await waiting;
     expect(fetched.status).toBe(200);
     expect(fetched.json).toEqual({ sealed });
+    const tooLong = await relay.call('PUT', session, { body: { token: ticket.token, sealed: 'S'.repeat(98_305) } });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.json).toEqual({ error: 'invalid_session' });
     const notB64 = await relay.call('PUT', session, { body: { token: ticket.token, sealed: 'a+b/' } });
     expect(notB64.status).toBe(400);
     expect(notB64.json).toEqual({ error: 'invalid_session' });

@@ -64,6 +64,11 @@ describe('JSON replies', () => {
     expectJsonHeaders(reply);
   });
 
+  it('HEAD is not a route: the reference routes on method and path, so HEAD /healthz is 404', async () => {
+    const response = await fetch(`${relay.url}/healthz`, { method: 'HEAD' });
+    expect(response.status).toBe(404);
+  });
+
   it('routing ignores the query string', async () => {
     const reply = await relay.call('GET', '/healthz?probe=1');
     expect(reply.status).toBe(200);
