@@ -41,8 +41,9 @@ export async function launch(options: {
   readyPath: string;
   timeoutMs?: number;
 }): Promise<Launched> {
-  const tsx = path.join(REPO_ROOT, 'node_modules/.bin/tsx');
-  const child = spawn(tsx, [path.join(REPO_ROOT, options.entry)], {
+  // Node itself with tsx as a loader (not the tsx CLI, which runs a second process): signals reach the
+  // server directly, so a SIGTERM is handled by its own shutdown code.
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, options.entry)], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -9,7 +9,11 @@ try {
   const app = await buildApp(config, { logger: createLogger({ debug: config.debug }) });
   const address = await app.listen({ host: config.host, port: config.port });
   console.log(JSON.stringify({ time: new Date().toISOString(), level: 'info', event: 'listening', address }));
-  const stop = () => void app.close().then(() => process.exit(0));
+  const stop = () => {
+    // Calls close with the app; if something hangs, still leave within 10 s rather than be killed.
+    setTimeout(() => process.exit(0), 10_000).unref();
+    void app.close().finally(() => process.exit(0));
+  };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 } catch (error) {
