@@ -15,6 +15,18 @@ const e2eEnvelope = z.object({
 });
 
 /** Route 10: a host event to push (or a plugin.hello that only records the plugin version). */
+/** The event types a host may post (API.md §1.1), in the reference's order. */
+export const RELAY_EVENT_TYPES = [
+  'approval.needed',
+  'input.needed',
+  'response.ready',
+  'turn.failed',
+  'background_task.finished',
+  'call.requested',
+  'plugin.hello',
+] as const;
+export type RelayEventType = (typeof RELAY_EVENT_TYPES)[number];
+
 export const postEvent = defineRoute({
   method: 'POST',
   path: '/v1/events',
@@ -24,15 +36,7 @@ export const postEvent = defineRoute({
   auth: 'gateway',
   bodyContentType: JSON_BODY,
   body: z.object({
-    type: z.enum([
-      'approval.needed',
-      'input.needed',
-      'response.ready',
-      'turn.failed',
-      'background_task.finished',
-      'call.requested',
-      'plugin.hello',
-    ]),
+    type: z.enum(RELAY_EVENT_TYPES),
     event_id: z.string().regex(/^[A-Za-z0-9:_-]{8,128}$/),
     title: z.string().optional(),
     body: z.string().optional(),

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { createRelayClient, type operations } from '@conduit/generated/relay/client';
 import type { HostEvent, OutgoingEvent } from '../crypto/host-event.js';
 import { createRelayFetch, RelayTransportError } from './relay-http.js';
+import { RELAY_EVENT_TYPES } from '@conduit/contracts/relay/events';
 
 /**
  * The relay routes pairing uses (spec/relay/API.md): claim a pairing code (route 9), revoke this gateway
@@ -61,18 +62,10 @@ export interface RelayApiOptions {
 }
 
 type RelayEventBody = operations['postEvent']['requestBody']['content']['application/json'];
-const RELAY_EVENT_TYPES = new Set<string>([
-  'approval.needed',
-  'input.needed',
-  'response.ready',
-  'turn.failed',
-  'background_task.finished',
-  'call.requested',
-  'plugin.hello',
-]);
+const RELAY_EVENT_TYPE_SET = new Set<string>(RELAY_EVENT_TYPES);
 
 function isRelayEventType(type: string): type is RelayEventBody['type'] {
-  return RELAY_EVENT_TYPES.has(type);
+  return RELAY_EVENT_TYPE_SET.has(type);
 }
 
 /** The outgoing event as the relay contract types it (a fresh object, so nested records are plain). */

@@ -1,3 +1,4 @@
+import { RELAY_EVENT_TYPES, type RelayEventType } from '@conduit/contracts/relay/events';
 import { cleanIdentifier, cleanText, isPlainObject } from './text.js';
 
 /**
@@ -6,16 +7,8 @@ import { cleanIdentifier, cleanText, isPlainObject } from './text.js';
  * identity comes only from the authenticated gateway.
  */
 
-export const EVENT_TYPES = [
-  'approval.needed',
-  'input.needed',
-  'response.ready',
-  'turn.failed',
-  'background_task.finished',
-  'call.requested',
-  'plugin.hello',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export const EVENT_TYPES = RELAY_EVENT_TYPES;
+export type EventType = RelayEventType;
 
 const EVENT_ID = /^[A-Za-z0-9:_-]{8,128}$/;
 const REQUEST_ID = /^[A-Za-z0-9_-]{4,128}$/;
