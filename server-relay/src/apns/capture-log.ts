@@ -9,25 +9,43 @@ import type { ApnsNotification, ApnsResult, ApnsSender } from './types.js';
  */
 export class CaptureLog {
   private ready: Promise<void> | undefined;
-  private queue: Promise<void> = Promise.resolve();
+  /** Lines waiting for the next write, with the callers waiting on them. */
+  private pending: { line: string; done: (error?: unknown) => void }[] = [];
+  private writing: Promise<void> | undefined;
 
   constructor(private readonly path: string) {}
 
-  /** Appends one line; lines are written in call order. */
+  /**
+   * Appends one line; lines are written in call order. Lines that arrive while a write is in flight
+   * go out together in the next one (one open/append per batch, not per push, on the event hot path).
+   */
   append(deviceToken: string, notification: ApnsNotification): Promise<void> {
     const line = `${JSON.stringify({ deviceToken, notification: captured(notification) })}\n`;
-    const write = this.queue.then(async () => {
-      await this.ensureFile();
-      await appendFile(this.path, line, { mode: 0o600 });
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ line, done: (error) => (error === undefined ? resolve() : reject(error)) });
+      this.writing ??= this.drain();
     });
-    // A failed write must not block later ones; the caller still sees its own failure.
-    this.queue = write.catch(() => undefined);
-    return write;
   }
 
   /** Resolves once every queued line is on disk. */
-  flush(): Promise<void> {
-    return this.queue;
+  async flush(): Promise<void> {
+    while (this.writing) await this.writing;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending;
+      this.pending = [];
+      try {
+        await this.ensureFile();
+        await appendFile(this.path, batch.map((entry) => entry.line).join(''), { mode: 0o600 });
+        for (const entry of batch) entry.done();
+      } catch (error) {
+        // A failed write must not block later ones; each caller in the batch sees the failure.
+        for (const entry of batch) entry.done(error ?? new Error('capture write failed'));
+      }
+    }
+    this.writing = undefined;
   }
 
   private ensureFile(): Promise<void> {

@@ -44,6 +44,27 @@ describe('APNS_MODE seams', () => {
     expect(statSync(path).mode & 0o777).toBe(0o600);
   });
 
+  it('concurrent sends are captured once each, in call order, and each send waits for its own line', async () => {
+    const path = join(dir, 'concurrent.jsonl');
+    const sender = createApnsSender(apnsOptionsFromEnv({ APNS_TOPIC: TOPIC, APNS_CAPTURE_PATH: path }));
+    const sends = Array.from({ length: 200 }, (_, i) =>
+      sender.send(TOKEN, { ...alert, collapseId: `c${i}` }).then((result) => {
+        // The line is on disk by the time the send resolves.
+        const captured = readFileSync(path, 'utf8');
+        expect(captured).toContain(`"collapseId":"c${i}"`);
+        return result;
+      }),
+    );
+    expect((await Promise.all(sends)).every((result) => result.ok)).toBe(true);
+    await sender.close();
+    const ids = readFileSync(path, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { notification: { collapseId: string } }).notification.collapseId);
+    expect(ids).toEqual(Array.from({ length: 200 }, (_, i) => `c${i}`));
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
   it('tightens an existing capture file to 0600 and captures even when the mode rejects', async () => {
     const path = join(dir, 'loose.jsonl');
     writeFileSync(path, '', { mode: 0o644 });
