@@ -17,6 +17,8 @@ import { bearerVerifier, dashboardVerifier, type CallerVerifier } from './fronti
 import { proxyHttp, proxyUpgrade } from './fronting/proxy.js';
 import { Notifier, type ProfileScope } from './notifier/notifier.js';
 import { PLUGIN_CAPABILITIES } from './notifier/events.js';
+import { MCP_PATH, mcpRoutes } from './mcp/mcp-endpoint.js';
+import { readOrCreateMcpToken } from './mcp/mcp-token.js';
 import { readSessionTitle } from './notifier/session-titles.js';
 import { createRelayApi } from './pairing/relay-api.js';
 import { registerPairingRoutes } from './pairing/routes.js';
@@ -50,7 +52,12 @@ export interface Host {
 
 function isOurs(url: string | undefined): boolean {
   const pathname = (url ?? '/').split('?')[0] ?? '/';
-  return pathname.startsWith(PLUGIN_PREFIX) || pathname === PLUGIN_PREFIX.slice(0, -1) || pathname === HOOK_PATH;
+  return (
+    pathname.startsWith(PLUGIN_PREFIX) ||
+    pathname === PLUGIN_PREFIX.slice(0, -1) ||
+    pathname === HOOK_PATH ||
+    pathname === MCP_PATH
+  );
 }
 
 /** Builds the host service: plugin routes, hook endpoint, notifier and delivery, and the dashboard proxy. */
@@ -186,6 +193,13 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     identity: { version: config.loadedVersion, capabilities: [...PLUGIN_CAPABILITIES] },
   });
   hookRoutes(app, { hermesHome: config.hermesHome, hookToken, bodyLimit: limits.hookBodyBytes, notifier, log });
+  mcpRoutes(app, {
+    hermesHome: config.hermesHome,
+    token: await readOrCreateMcpToken(config.stateDir),
+    settings,
+    version: config.loadedVersion,
+    log,
+  });
 
   await queue.start();
   const flushTimer = setInterval(() => notifier.flushDueReplies(), Math.max(50, Math.min(1000, limits.replyHoldMs)));

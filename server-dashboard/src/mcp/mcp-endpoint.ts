@@ -1,0 +1,116 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { isLoopbackHost } from '../delivery/relay-url.js';
+import { resolveProfile } from '../fronting/profiles.js';
+import type { Logger } from '../log.js';
+import type { ProfileScope } from '../notifier/notifier.js';
+import type { ProfileSettings } from '../settings/profile-settings.js';
+import { conduitStatus } from './conduit-status.js';
+
+/** Where Hermes reaches the conduit_* tools; outside /api, so it is never proxied to the dashboard. */
+export const MCP_PATH = '/_conduit/mcp';
+export const MCP_SERVER_NAME = 'conduit';
+
+/**
+ * The tools served today. Only what the host core can really answer: the seed's other tools
+ * (conduit_call_user, conduit_present, conduit_health, conduit_location, …) need features this
+ * service does not have yet, and a tool that cannot work must not be offered to the model.
+ */
+export const MCP_TOOLS = ['conduit_status'] as const;
+
+const querySchema = z.object({ profile: z.string().max(64).optional() });
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+function bearer(header: string | undefined): string | null {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  return match?.[1] ?? null;
+}
+
+function buildServer(profile: ProfileScope, options: McpEndpointOptions): McpServer {
+  const server = new McpServer({ name: MCP_SERVER_NAME, version: options.version });
+  server.registerTool(
+    'conduit_status',
+    {
+      title: 'Conduit status',
+      description:
+        "Whether this Hermes profile is paired with the user's Conduit app (iPhone and Apple Watch), through " +
+        'which push relay, whether notification content is redacted or end-to-end encrypted, and which ' +
+        'notifications the user turned off (muted cron jobs, reply sources). Read only.',
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async () => {
+      try {
+        const status = await conduitStatus(profile, options.settings);
+        return { content: [{ type: 'text', text: JSON.stringify(status) }], structuredContent: status };
+      } catch (error) {
+        options.log.warn('conduit_status failed', { error: error instanceof Error ? error.name : 'error' });
+        return {
+          isError: true,
+          content: [{ type: 'text', text: 'The Conduit settings of this profile could not be read.' }],
+        };
+      }
+    },
+  );
+  return server;
+}
+
+export interface McpEndpointOptions {
+  hermesHome: string;
+  /** The bearer token of `<state dir>/mcp-token`, never logged. */
+  token: string;
+  settings: ProfileSettings;
+  version: string;
+  log: Logger;
+}
+
+function refuse(reply: FastifyReply, status: number, error: string): FastifyReply {
+  return reply.status(status).header('cache-control', 'no-store').send({ error });
+}
+
+/**
+ * The MCP endpoint (streamable HTTP, stateless: each POST carries one JSON-RPC exchange and gets a
+ * JSON answer). Only this machine, only with the MCP token. `?profile=NAME` picks the profile the
+ * tools act on, resolved as the plugin routes resolve it (503 rather than another profile).
+ */
+export function mcpRoutes(app: FastifyInstance, options: McpEndpointOptions): void {
+  app.route({
+    method: ['GET', 'POST', 'DELETE'],
+    url: MCP_PATH,
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const token = bearer(request.headers.authorization);
+      if (!isLoopbackHost(request.socket.remoteAddress ?? '') || !token || !sameSecret(token, options.token)) {
+        return refuse(reply.header('www-authenticate', 'Bearer'), 401, 'unauthorized');
+      }
+      // Stateless: no session to resume, so no standalone event stream and nothing to delete.
+      if (request.method !== 'POST') return refuse(reply.header('allow', 'POST'), 405, 'method_not_allowed');
+      const query = querySchema.safeParse(request.query);
+      if (!query.success) return refuse(reply, 400, 'invalid_query');
+      const profile = resolveProfile(options.hermesHome, query.data.profile);
+
+      const server = buildServer(profile, options);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      reply.hijack();
+      reply.raw.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      try {
+        await server.connect(transport);
+        await transport.handleRequest(request.raw, reply.raw, request.body);
+      } catch (error) {
+        options.log.error('mcp request failed', { error: error instanceof Error ? error.name : 'error' });
+        if (!reply.raw.headersSent) {
+          reply.raw.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"internal_error"}');
+        }
+      }
+    },
+  });
+}
