@@ -1,4 +1,9 @@
-import { RELAY_EVENT_TYPES, type RelayEventType } from '@conduit/contracts/relay/events';
+import {
+  PHONE_CHANGES_MODES,
+  RELAY_EVENT_TYPES,
+  type PhoneChangesMode,
+  type RelayEventType,
+} from '@conduit/contracts/relay/events';
 import { cleanIdentifier, cleanText, isPlainObject } from './text.js';
 
 /**
@@ -9,6 +14,13 @@ import { cleanIdentifier, cleanText, isPlainObject } from './text.js';
 
 export const EVENT_TYPES = RELAY_EVENT_TYPES;
 export type EventType = RelayEventType;
+export type { PhoneChangesMode };
+
+/**
+ * Capability names of the event types this relay adds to the reference's (GET /v1/meta). The host
+ * checks them before relying on a type; a relay without them answers 400 invalid_event_type.
+ */
+export const EVENT_CAPABILITIES = ['phone-changes-v1', 'location-push-v1'] as const;
 
 const EVENT_ID = /^[A-Za-z0-9:_-]{8,128}$/;
 const REQUEST_ID = /^[A-Za-z0-9_-]{4,128}$/;
@@ -33,6 +45,11 @@ export interface ApprovalDecision {
   session_key: string;
   description: string;
   choices: string[];
+  /**
+   * Our extension (not in the reference): a host that names a request id gets the approval parked as
+   * a scalar decision, so the phone can answer it through the decision routes like a clarify card.
+   */
+  request_id?: string;
 }
 
 export interface ClarifyDecision {
@@ -72,6 +89,8 @@ export interface E2eClarify {
 interface EventBase {
   type: EventType;
   eventId: string;
+  /** Set on phone.changes only (alert when the body had none). */
+  mode?: PhoneChangesMode;
   pluginVersion?: string;
   pluginCapabilities?: string[];
 }
@@ -96,10 +115,10 @@ export type RelayEvent = PlainEvent | SealedEvent;
 
 export type EventValidation = { ok: true; event: RelayEvent } | { ok: false; code: string };
 
-/** The request id of the clarify decision this event parks, if any. */
+/** The request id of the decision this event parks (a clarify, or an approval that names one), if any. */
 export function parkedRequestId(event: RelayEvent): string | undefined {
   if (event.e2e) return event.clarify?.request_id;
-  return event.decision?.kind === 'clarify' ? event.decision.request_id : undefined;
+  return event.decision?.request_id;
 }
 
 export function validateEvent(body: Record<string, unknown>, nowMs: number): EventValidation {
@@ -110,6 +129,15 @@ export function validateEvent(body: Record<string, unknown>, nowMs: number): Eve
   const eventId = body.event_id;
   if (typeof eventId !== 'string' || !EVENT_ID.test(eventId)) return { ok: false, code: 'invalid_event_id' };
   const base: EventBase = { type: type as EventType, eventId };
+  if (base.type === 'phone.changes') {
+    // A routing field, not content: it applies to sealed events too. Absent means the visible kind,
+    // so an older host that sends no mode never makes a change land silently.
+    const mode = body.mode ?? 'alert';
+    if (typeof mode !== 'string' || !(PHONE_CHANGES_MODES as readonly string[]).includes(mode)) {
+      return { ok: false, code: 'invalid_mode' };
+    }
+    base.mode = mode as PhoneChangesMode;
+  }
   const pluginVersion = cleanIdentifier(body.plugin_version, 40);
   if (pluginVersion) base.pluginVersion = pluginVersion;
   if (Array.isArray(body.plugin_capabilities)) {
@@ -123,13 +151,16 @@ export function validateEvent(body: Record<string, unknown>, nowMs: number): Eve
     const envelope = validateEnvelope(body.e2e, eventId, nowMs);
     if (!envelope) return { ok: false, code: 'invalid_e2e' };
     const sealed: SealedEvent = { ...base, e2e: envelope };
-    if (body.clarify !== undefined && base.type === 'input.needed') {
+    // `clarify` is the parking descriptor; a sealed approval that names a request id is parked the same way.
+    if (body.clarify !== undefined && (base.type === 'input.needed' || base.type === 'approval.needed')) {
       const clarify = validateE2eClarify(body.clarify, envelope);
       if (!clarify) return { ok: false, code: 'invalid_e2e' };
       sealed.clarify = clarify;
     }
     return { ok: true, event: sealed };
   }
+  // The relay must only ever see an opaque request id for a location query: never a plaintext one.
+  if (base.type === 'location.request') return { ok: false, code: 'invalid_e2e' };
   const event: PlainEvent = { ...base };
   const title = cleanText(body.title, 120);
   if (title) event.title = title;
@@ -163,7 +194,10 @@ function validateApproval(value: unknown): ApprovalDecision | undefined {
     : [];
   // Any missing part drops the card: the routing stub alone still reaches the phone.
   if (!sessionKey || !description || choices.length === 0) return undefined;
-  return { kind: 'approval', session_key: sessionKey, description, choices };
+  const decision: ApprovalDecision = { kind: 'approval', session_key: sessionKey, description, choices };
+  // A malformed request id only loses the parking: the card stays answerable through the host.
+  if (typeof value.request_id === 'string' && REQUEST_ID.test(value.request_id)) decision.request_id = value.request_id;
+  return decision;
 }
 
 function cleanChoices(value: unknown): string[] {

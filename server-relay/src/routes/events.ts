@@ -2,11 +2,13 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { bindRoute, WireError } from '@conduit/contracts/server';
 import { postEvent } from '@conduit/contracts/relay/index';
-import type { ApnsResult } from '../apns/types.js';
+import type { ApnsNotification, ApnsResult } from '../apns/types.js';
 import { plainAlert, sealedAlert, type AlertPush, type GatewayScope } from '../domain/alert-payload.js';
 import { callPushFor, type RingTicket } from '../domain/call-push.js';
 import { decisionKey, type DecisionRecord } from '../domain/decisions.js';
 import { parkedRequestId, validateEvent, type RelayEvent } from '../domain/events.js';
+import { locationQueryPush } from '../domain/location-push.js';
+import { backgroundChangesPush } from '../domain/phone-changes.js';
 import { deliversType } from '../domain/preferences.js';
 import { FIXED_LIMITS } from '../limits.js';
 import { authenticateGateway, limit, type AuthenticatedGateway, type RelayContext } from '../relay-context.js';
@@ -63,6 +65,10 @@ export function eventRoutes(app: FastifyInstance, context: RelayContext): void {
       context.activity.record(installation.id, gateway.id, { lastEventAt: now });
       if (event.type === 'plugin.hello') return { status: 202, body: { accepted: true, delivered: false } };
       if (requestId !== undefined) return deliverClarify(context, auth, event, requestId);
+      if (event.type === 'location.request') return deliverLocationQuery(context, auth, event);
+      if (event.type === 'phone.changes' && event.mode === 'background') {
+        return deliverBackgroundChanges(context, auth, event);
+      }
       return deliverNotification(context, auth, event);
     };
     // Clarify events check capacity and park under one lock, as the reference does synchronously.
@@ -79,16 +85,19 @@ function alertFor(context: RelayContext, auth: AuthenticatedGateway, event: Rela
   return event.e2e ? sealedAlert(event, preferences, scopeOf(auth)) : plainAlert(event, preferences, scopeOf(auth));
 }
 
-/** Sends one alert and maps APNs' answer to the wire (§2 step 9/10). */
-async function sendAlert(
+/**
+ * Sends one push to the phone's device token and maps APNs' answer to the wire (§2 step 9/10):
+ * alerts, background nudges and location queries share the error mapping and the deactivation rule.
+ */
+async function sendPush(
   context: RelayContext,
   auth: AuthenticatedGateway,
-  push: AlertPush,
+  notification: ApnsNotification,
   onUndeliverable: () => Promise<void>,
 ): Promise<EventReply> {
   let result: ApnsResult;
   try {
-    result = await context.apns.send(auth.installation.deviceToken, push.notification);
+    result = await context.apns.send(auth.installation.deviceToken, notification);
   } catch {
     await onUndeliverable();
     throw new WireError(502, 'apns_unreachable');
@@ -138,13 +147,17 @@ async function deliverClarify(
     decision.question = event.decision.question;
     decision.choices = event.decision.choices;
     decision.questions = event.decision.questions ?? [];
+  } else if (event.decision?.kind === 'approval') {
+    // Parked as a scalar decision: the phone answers with one of the card's choices.
+    decision.question = event.decision.description;
+    decision.choices = event.decision.choices;
   }
   // Expired records are pruned lazily, so an old request id can be parked again after its TTL.
   await context.store.pruneDecisions(decision.createdAt - FIXED_LIMITS.decisionTtlMs);
   // A re-used request id never sends a second card.
   if (!(await context.store.insertDecision(decision))) return DUPLICATE;
   if (!push) return { status: 202, body: { accepted: true, delivered: false } };
-  return sendAlert(context, auth, push, async () => {
+  return sendPush(context, auth, push.notification, async () => {
     await context.store.saveDecision({ ...decision, deliverable: false });
   });
 }
@@ -161,7 +174,47 @@ async function deliverNotification(
     if (await ringCall(context, auth, event))
       return { status: 202, body: { accepted: true, delivered: true, rang: true } };
   }
-  return sendAlert(context, auth, alertFor(context, auth, event), async () => undefined);
+  return sendPush(context, auth, alertFor(context, auth, event).notification, nothingToUndo);
+}
+
+const nothingToUndo = async (): Promise<void> => undefined;
+
+/**
+ * phone.changes in background mode: a silent push. Like the alert mode it follows `enabled` (there
+ * is no per-type switch, so `phone_changes` is never off on its own); the phone still finds the
+ * change on its next exchange when nothing is pushed.
+ */
+async function deliverBackgroundChanges(
+  context: RelayContext,
+  auth: AuthenticatedGateway,
+  event: RelayEvent,
+): Promise<EventReply> {
+  if (!deliversType(auth.installation.preferences, event.type)) {
+    return { status: 202, body: { accepted: true, delivered: false } };
+  }
+  const push = backgroundChangesPush(event, scopeOf(auth), { nowMs: context.now() });
+  return sendPush(context, auth, push, nothingToUndo);
+}
+
+/**
+ * location.request: an Apple location push. Notification preferences do not gate it: it shows
+ * nothing, and the phone itself answers only while the user's background location sharing is on
+ * and not paused.
+ *
+ * It goes to the installation's device token. Apple hands the Location Push Service Extension a
+ * token of its own (CLLocationManager.startMonitoringLocationPushes); until registration carries
+ * that token, APNs may refuse these pushes with DeviceTokenNotForTopic, which leaves the
+ * installation active (only a gone token deactivates it) and answers 502 apns_rejected.
+ */
+async function deliverLocationQuery(
+  context: RelayContext,
+  auth: AuthenticatedGateway,
+  event: RelayEvent,
+): Promise<EventReply> {
+  // Validation refuses a plaintext location.request; this keeps the type system in step with it.
+  if (!event.e2e) throw new WireError(400, 'invalid_e2e');
+  const push = locationQueryPush(event, scopeOf(auth), { topic: context.config.apnsTopic, nowMs: context.now() });
+  return sendPush(context, auth, push, nothingToUndo);
 }
 
 /**

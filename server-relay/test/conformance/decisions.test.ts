@@ -211,3 +211,39 @@ describe('release and scoping', () => {
     expect((await poll(id)).json).toEqual({ status: 'pending', deliverable: true });
   });
 });
+
+describe('approval decisions (our extension: an approval card that names a request id)', () => {
+  it('is parked as a scalar decision the phone answers once; a card without one parks nothing', async () => {
+    counter += 1;
+    const id = `appr-${process.pid}-${counter}-${Date.now()}`;
+    const decision = { kind: 'approval', session_key: 'agent:main:cli:s1', description: 'rm -rf build' };
+    const parked = await relay.call('POST', '/v1/events', {
+      auth: host.auth,
+      body: {
+        type: 'approval.needed',
+        event_id: eventId(),
+        decision: { ...decision, choices: ['once', 'deny'], request_id: id },
+      },
+    });
+    expect(parked.status).toBe(202);
+    expect((await poll(id)).json).toEqual({ status: 'pending', deliverable: true });
+    expect((await respond(id, { answer: 'once', gateway_id: host.gatewayId })).json).toEqual({ status: 'answered' });
+    expect((await respond(id, { answer: 'deny', gateway_id: host.gatewayId })).status).toBe(409);
+    expect((await poll(id)).json).toEqual({ status: 'answered', answer: 'once' });
+
+    // A malformed request id drops only the parking: the card still reaches the phone, without the id.
+    const before = relay.captures().length;
+    const plain = await relay.call('POST', '/v1/events', {
+      auth: host.auth,
+      body: {
+        type: 'approval.needed',
+        event_id: eventId(),
+        decision: { ...decision, choices: ['once'], request_id: 'not a request id' },
+      },
+    });
+    expect(plain.status).toBe(202);
+    const card = (relay.captures()[before]?.notification.payload as { body: { conduit: { decision: object } } }).body
+      .conduit.decision;
+    expect(card).toEqual({ ...decision, choices: ['once'] });
+  });
+});
