@@ -22,6 +22,10 @@ const { values } = parseArgs({
     calls: { type: 'string', default: '10,20,40' },
     seconds: { type: 'string', default: '8' },
     turns: { type: 'string', default: '10' },
+    /** Writes a V8 CPU profile of each gateway process (node --cpu-prof) into this folder. */
+    'cpu-prof': { type: 'string' },
+    /** Only the concurrency runs (no latency turns, no Silero). */
+    'concurrency-only': { type: 'boolean', default: false },
   },
 });
 const KEY = 'bench-key';
@@ -79,9 +83,11 @@ const loop: Buffer[] = [];
 for (let offset = 0; offset + FRAME_SAMPLES <= speech.length; offset += FRAME_SAMPLES)
   loop.push(encoder.encode(speech.subarray(offset, offset + FRAME_SAMPLES)));
 
+const wrapper = pinned ? ['taskset', '-c', '0'] : [];
+const nodeFlags = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof']}`] : [];
 const concurrency: Record<string, unknown>[] = [];
 for (const calls of values.calls.split(',').map(Number)) {
-  const gateway = await startGatewayProcess(gatewayEnv, pinned ? ['taskset', '-c', '0'] : []);
+  const gateway = await startGatewayProcess(gatewayEnv, wrapper, nodeFlags);
   const pid = gateway.child.pid ?? 0;
   const clients: RealtimeClient[] = [];
   try {
@@ -126,6 +132,8 @@ for (const calls of values.calls.split(',').map(Number)) {
       jitter_p99_ms: round(percentile(jitter, 99)),
       gateway_cpu_percent: round((cpu / elapsed) * 100, 1),
       cpu_percent_per_call: round(((cpu / elapsed) * 100) / calls, 2),
+      // Load-insensitive: gateway CPU milliseconds spent per second of one call.
+      cpu_ms_per_call_second: round((cpu * 1000) / elapsed / calls, 1),
       calls_still_speaking: speaking,
     });
     console.error(JSON.stringify(concurrency.at(-1)));
@@ -136,45 +144,52 @@ for (const calls of values.calls.split(',').map(Number)) {
 }
 
 // (b) endpoint decision → first outbound RTP of the reply, gateway-measured, instant fake providers.
-const latencyGateway = await startGatewayProcess(gatewayEnv, pinned ? ['taskset', '-c', '0'] : []);
-const latencies: number[] = [];
-try {
-  const client = await RealtimeClient.connect({ baseUrl: latencyGateway.url, apiKey: KEY, decode: false });
-  for (let turn = 0; turn < Number(values.turns); turn += 1) {
-    const from = client.events.length;
-    await client.speak(toneSpeech(0.8, 0.2));
-    await client.waitForType('output_audio_buffer.started', { from, timeoutMs: 30_000 });
-    // Let the first frames go out (the gateway logs the first one it sends), then stop the long reply.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    client.send({ type: 'response.cancel' });
-    await client.waitForType('response.done', { from, timeoutMs: 30_000 });
-    await new Promise((resolve) => setTimeout(resolve, 900)); // echo guard, then the next question
+async function measureLatency(): Promise<number[]> {
+  const latencyGateway = await startGatewayProcess(gatewayEnv, wrapper, nodeFlags);
+  const latencies: number[] = [];
+  try {
+    const client = await RealtimeClient.connect({ baseUrl: latencyGateway.url, apiKey: KEY, decode: false });
+    for (let turn = 0; turn < Number(values.turns); turn += 1) {
+      const from = client.events.length;
+      await client.speak(toneSpeech(0.8, 0.2));
+      await client.waitForType('output_audio_buffer.started', { from, timeoutMs: 30_000 });
+      // Let the first frames go out (the gateway logs the first one it sends), then stop the long reply.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      client.send({ type: 'response.cancel' });
+      await client.waitForType('response.done', { from, timeoutMs: 30_000 });
+      await new Promise((resolve) => setTimeout(resolve, 900)); // echo guard, then the next question
+    }
+    await client.close();
+    for (const line of latencyGateway.output().split('\n')) {
+      if (!line.includes('"reply_audio_sent"')) continue;
+      const parsed = JSON.parse(line) as { endpoint_to_first_rtp_ms?: number };
+      if (typeof parsed.endpoint_to_first_rtp_ms === 'number') latencies.push(parsed.endpoint_to_first_rtp_ms);
+    }
+  } finally {
+    await latencyGateway.stop();
   }
-  await client.close();
-  for (const line of latencyGateway.output().split('\n')) {
-    if (!line.includes('"reply_audio_sent"')) continue;
-    const parsed = JSON.parse(line) as { endpoint_to_first_rtp_ms?: number };
-    if (typeof parsed.endpoint_to_first_rtp_ms === 'number') latencies.push(parsed.endpoint_to_first_rtp_ms);
-  }
-} finally {
-  await latencyGateway.stop();
-  await upstream.close();
+  return latencies.sort((a, b) => a - b);
 }
-latencies.sort((a, b) => a - b);
 
 // (c) Silero: one inference per 32 ms window (64 context + 512 samples at 16 kHz), one thread.
-const model = await SileroModel.load();
-const input = new Float32Array(SILERO_CONTEXT_SAMPLES + SILERO_WINDOW_SAMPLES);
-const state = new Float32Array(2 * 128);
-const inference: number[] = [];
-for (let i = 0; i < 300; i += 1) {
-  for (let j = 0; j < input.length; j += 1) input[j] = Math.sin((j + i) / 9) * 0.3;
-  const start = performance.now();
-  await model.infer(input, state);
-  if (i >= 20) inference.push(performance.now() - start);
+async function measureSilero(): Promise<number[]> {
+  const model = await SileroModel.load();
+  const input = new Float32Array(SILERO_CONTEXT_SAMPLES + SILERO_WINDOW_SAMPLES);
+  const state = new Float32Array(2 * 128);
+  const inference: number[] = [];
+  for (let i = 0; i < 300; i += 1) {
+    for (let j = 0; j < input.length; j += 1) input[j] = Math.sin((j + i) / 9) * 0.3;
+    const start = performance.now();
+    await model.infer(input, state);
+    if (i >= 20) inference.push(performance.now() - start);
+  }
+  await model.close();
+  return inference.sort((a, b) => a - b);
 }
-inference.sort((a, b) => a - b);
-await model.close();
+
+const latencies = values['concurrency-only'] ? [] : await measureLatency();
+await upstream.close();
+const inference = values['concurrency-only'] ? [] : await measureSilero();
 
 const sustained = concurrency.filter((row) => (row.jitter_p99_ms as number) < 5).map((row) => row.calls as number);
 console.log(

@@ -31,9 +31,15 @@ export async function startGatewayProcess(
   env: Record<string, string>,
   /** A command the gateway runs under, e.g. `['taskset', '-c', '0']` to pin it to one core. */
   wrapper: string[] = [],
+  /** Node flags (e.g. `--cpu-prof`); when given the gateway runs as `node FLAGS --import tsx` instead of the tsx binary. */
+  nodeFlags: string[] = [],
 ): Promise<GatewayProcess> {
   const port = await freePort();
-  const command = [...wrapper, path.join(REPO_ROOT, 'node_modules/.bin/tsx'), path.join(PACKAGE_ROOT, 'src/main.ts')];
+  const entry = path.join(PACKAGE_ROOT, 'src/main.ts');
+  const command =
+    nodeFlags.length > 0
+      ? [...wrapper, process.execPath, ...nodeFlags, '--import', 'tsx', entry]
+      : [...wrapper, path.join(REPO_ROOT, 'node_modules/.bin/tsx'), entry];
   const child = spawn(command[0] as string, command.slice(1), {
     cwd: PACKAGE_ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HERMES_REALTIME_PORT: String(port), ...env },
