@@ -9,7 +9,15 @@ export interface TurnRequest {
   /** Hermes session continuity (one per Relay chat). */
   sessionId: string;
   input: string;
+  /** Images the person sent with the message, downloaded from Relay. */
+  images?: TurnImage[];
   instructions?: string;
+}
+
+export interface TurnImage {
+  contentType: string;
+  filename: string;
+  bytes: Uint8Array;
 }
 
 export type TurnEvent =

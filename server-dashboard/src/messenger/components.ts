@@ -18,6 +18,19 @@ export interface InvoiceSpec {
   recurring?: { interval: 'day' | 'week' | 'month' | 'year'; interval_count: number };
 }
 
+/** The six standard tapbacks of the locked contract's ReactionType, besides `custom`. */
+export const TAPBACKS = ['love', 'like', 'dislike', 'laugh', 'emphasize', 'question'] as const;
+export type Tapback = (typeof TAPBACKS)[number];
+
+export type ReactionSpec = { type: Tapback } | { type: 'custom'; custom_emoji: string };
+
+/**
+ * Blocks the newest reference adapter lifts that the locked contract (b1e534c0) cannot carry: its
+ * MessagePart is text, media, link, buttons, selection, selection_response and payment only, so
+ * Relay would refuse any of these parts. They stay in the words, with the reason logged.
+ */
+export const UNSENDABLE_BLOCKS = ['rating_request', 'form', 'place', 'rich_card', 'carousel'] as const;
+
 export interface LiftedComponents {
   /** The words, with every lifted block removed. */
   text: string;
@@ -25,6 +38,8 @@ export interface LiftedComponents {
   selection: SelectionPart | null;
   payment: CreatePaymentRequest | null;
   invoice: InvoiceSpec | null;
+  /** A reaction of the agent to the message it answers (sent through the reaction route). */
+  reaction: ReactionSpec | null;
   /** Why a block stayed in the words (logged, never sent). */
   refusals: string[];
 }
@@ -35,6 +50,7 @@ const SELECTION_BLOCK =
 const ANY_BUTTONS_FENCE = /(^|\n)[ \t]*```[ \t]*buttons(?:[ \t]+[^\r\n]*)?[ \t]*\r?\n/;
 const PAYMENT_BLOCK = /(^|\n)[ \t]*```[ \t]*payment(?:[ \t][^\r\n]*)?\r?\n([\s\S]*?)\r?\n[ \t]*```[ \t]*(?=\r?\n|$)/g;
 const INVOICE_BLOCK = /(^|\n)[ \t]*```[ \t]*invoice(?:[ \t][^\r\n]*)?\r?\n([\s\S]*?)\r?\n[ \t]*```[ \t]*(?=\r?\n|$)/g;
+const REACTION_BLOCK = /(^|\n)[ \t]*```[ \t]*reaction[ \t]*\r?\n([\s\S]*?)\r?\n[ \t]*```[ \t]*(?=\r?\n|$)/g;
 const ANY_SELECTION_FENCE = /(^|\n)[ \t]*```[ \t]*selection(?:[ \t]+[^\r\n]*)?[ \t]*\r?\n/;
 
 export const SELECTION_VALUE = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
@@ -255,6 +271,32 @@ export function validateInvoice(body: string): { invoice: InvoiceSpec } | { erro
   return { invoice };
 }
 
+/** The custom_emoji limit of SendReactionRequest, in UTF-16 units. */
+const MAX_CUSTOM_EMOJI_UNITS = 32;
+const PICTOGRAPH = /\p{Extended_Pictographic}|\p{Regional_Indicator}/u;
+
+/** A reaction block's body is one tapback name (`like`, `love`, …) or one emoji. */
+export function validateReaction(body: string): { reaction: ReactionSpec } | { error: string } {
+  const v = body.trim();
+  if ((TAPBACKS as readonly string[]).includes(v)) return { reaction: { type: v as Tapback } };
+  if (v === '' || /\s/.test(v) || /[A-Za-z0-9]/.test(v) || !PICTOGRAPH.test(v)) {
+    return {
+      error: 'the reaction block must be one emoji or a tapback name (love, like, dislike, laugh, emphasize, question)',
+    };
+  }
+  if (v.length > MAX_CUSTOM_EMOJI_UNITS) return { error: 'the reaction emoji is over 32 characters' };
+  return { reaction: { type: 'custom', custom_emoji: v } };
+}
+
+function fenceOf(kind: string): RegExp {
+  return new RegExp(
+    `(^|\\n)[ \\t]*\`\`\`[ \\t]*${kind}(?:[ \\t][^\\r\\n]*)?\\r?\\n([\\s\\S]*?)\\r?\\n[ \\t]*\`\`\`[ \\t]*(?=\\r?\\n|$)`,
+    'g',
+  );
+}
+
+const UNSENDABLE_FENCES = UNSENDABLE_BLOCKS.map((kind) => ({ kind, re: fenceOf(kind) }));
+
 function allMatches(re: RegExp, text: string): RegExpExecArray[] {
   return [...text.matchAll(new RegExp(re.source, 'g'))];
 }
@@ -267,9 +309,30 @@ export function liftComponents(answer: string): LiftedComponents {
     selection: null,
     payment: null,
     invoice: null,
+    reaction: null,
     refusals: [],
   };
   let text = answer;
+
+  // Kept in the words whatever their body: the locked contract has no part to carry them.
+  for (const { kind, re } of UNSENDABLE_FENCES) {
+    for (const m of allMatches(re, text)) {
+      const why = parseJson(m[2] ?? '').ok ? '' : ' (and its body is not valid JSON)';
+      result.refusals.push(`the locked Relay contract has no ${kind} part, so Relay would refuse it${why}`);
+    }
+  }
+
+  const reactions = allMatches(REACTION_BLOCK, text);
+  if (reactions.length > 1) result.refusals.push('send at most one reaction per answer');
+  else if (reactions[0] !== undefined) {
+    const m = reactions[0];
+    const v = validateReaction(m[2] ?? '');
+    if ('error' in v) result.refusals.push(v.error);
+    else {
+      result.reaction = v.reaction;
+      text = cut(text, m.index + (m[1] ?? '').length, m[0].length - (m[1] ?? '').length);
+    }
+  }
 
   const invoices = allMatches(INVOICE_BLOCK, text);
   if (invoices.length > 0) {

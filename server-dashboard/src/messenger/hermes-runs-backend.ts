@@ -49,6 +49,33 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
   }
 }
 
+/**
+ * The run's `input`: the words as a string, or, when the person sent images, one user message whose
+ * content is the words and each image as a data URL (the OpenAI-style message list /v1/runs takes).
+ * Deterministic, so a replayed turn posts the same body and re-attaches to its run.
+ */
+export function runInput(request: TurnRequest): string | RunInputMessage[] {
+  const images = request.images ?? [];
+  if (images.length === 0) return request.input;
+  return [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: request.input },
+        ...images.map((img) => ({
+          type: 'image_url' as const,
+          image_url: { url: `data:${img.contentType};base64,${Buffer.from(img.bytes).toString('base64')}` },
+        })),
+      ],
+    },
+  ];
+}
+
+export interface RunInputMessage {
+  role: 'user';
+  content: ({ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } })[];
+}
+
 export class HermesRunsBackend implements AgentBackend {
   private readonly o: HermesRunsBackendOptions;
   private readonly fetchImpl: typeof fetch;
@@ -76,7 +103,7 @@ export class HermesRunsBackend implements AgentBackend {
           'X-Hermes-Session-Id': request.sessionId,
         }),
         body: JSON.stringify({
-          input: request.input,
+          input: runInput(request),
           session_id: request.sessionId,
           ...(request.instructions !== undefined ? { instructions: request.instructions } : {}),
         }),

@@ -3,7 +3,7 @@
  * bubbles, lone-URL link Messages, text folding, per-POST batching, and the component parts lifted
  * by components.ts. Pure: the sender decides Idempotency-Keys and reply targets.
  */
-import { liftComponents, type InvoiceSpec } from './components.js';
+import { liftComponents, type InvoiceSpec, type ReactionSpec } from './components.js';
 import type { CreatePaymentRequest, MessagePart } from './relay-api.js';
 
 /** Relay's text part limit, in UTF-16 code units. */
@@ -20,6 +20,8 @@ export interface ReplyPlan {
   payment: CreatePaymentRequest | null;
   /** An invoice block; sent after the words as the final Message (see sender). */
   invoice: InvoiceSpec | null;
+  /** The agent's reaction to the message it answers (an answer may be nothing but a reaction). */
+  reaction: ReactionSpec | null;
   refusals: string[];
 }
 
@@ -93,7 +95,7 @@ export function isLoneUrl(bubble: string): boolean {
 
 /** Plans the Messages for one answer. */
 export function planReply(answer: string): ReplyPlan {
-  if (isSilent(answer)) return { messages: [], payment: null, invoice: null, refusals: [] };
+  if (isSilent(answer)) return { messages: [], payment: null, invoice: null, reaction: null, refusals: [] };
   const lifted = liftComponents(answer);
   const bubbles = splitBubbles(stripMarkdown(lifted.text));
 
@@ -127,5 +129,11 @@ export function planReply(answer: string): ReplyPlan {
     if (target !== undefined) target.parts.push(component);
     else messages.push({ parts: [component] });
   }
-  return { messages, payment: lifted.payment, invoice: lifted.invoice, refusals: lifted.refusals };
+  return {
+    messages,
+    payment: lifted.payment,
+    invoice: lifted.invoice,
+    reaction: lifted.reaction,
+    refusals: lifted.refusals,
+  };
 }

@@ -6,20 +6,32 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { z } from 'zod';
 import { messageEvent, reactionEvent, type MessageEvent } from '@conduit/contracts/messenger/envelope';
-import { AgentRunFailedError, AgentTurnError, type AgentBackend } from './agent-backend.js';
+import { AgentRunFailedError, AgentTurnError, type AgentBackend, type TurnImage } from './agent-backend.js';
+import type { ReactionSpec } from './components.js';
 import type { ChatIndex } from './chat-index.js';
 import type { Clock, Logger } from './clock.js';
 import type { GroupChatPolicy, ReplyToMode } from './config.js';
 import type { Inbox, InboxRow } from './inbox.js';
 import { approvalChoice, composeInboundText, mentionsAgent, senderOf } from './inbound-text.js';
 import { planReply } from './outbound.js';
-import { RelayApiError, type MessageContent, type RelayApi } from './relay-api.js';
+import { RelayApiError, type MessageContent, type RelayApi, type SentReaction } from './relay-api.js';
 import { TypingIndicator } from './typing.js';
 
 export const RETRY_DELAY_MS = 1_000;
 /** Rows taken but not settled at once (turns waiting for their chat count too). */
 export const MAX_ROWS_IN_HAND = 64;
+/** The largest inbound image handed to a turn (the reference streams at most 25 MiB). */
+export const MAX_INBOUND_IMAGE_BYTES = 25 * 1024 * 1024;
+
+/** An inbound media part as the contract's MediaPartResponse describes it (the fields we need). */
+const inboundMedia = z.looseObject({
+  type: z.literal('media'),
+  id: z.uuid(),
+  mime_type: z.string(),
+  size_bytes: z.number().int().nonnegative().optional(),
+});
 
 export interface ProcessorOptions {
   inbox: Inbox;
@@ -293,12 +305,14 @@ export class InboxProcessor {
     this.o.inbox.markDispatched(row.eventId);
     this.typing.start(chatId);
     try {
+      const images = await this.inboundImages(event);
       const turn = await this.o.agent.startTurn({
         // A crash replay re-attaches to the same run; a run Hermes failed is retried as a new one.
         idempotencyKey:
           row.failedTurns === 0 ? `relay-turn-${row.eventId}` : `relay-turn-${row.eventId}-retry-${row.failedTurns}`,
         sessionId: `relayapp:${chatId}`,
         input,
+        ...(images.length > 0 ? { images } : {}),
       });
       for await (const ev of turn.events) {
         if (ev.kind === 'approval') {
@@ -373,6 +387,8 @@ export class InboxProcessor {
     const plan = planReply(text);
     for (const reason of plan.refusals)
       this.o.log.warn('relay component stayed in the words', { chat_id: chatId, reason });
+    // A reaction is the quickest answer, so it goes first; an answer may be nothing but one.
+    if (plan.reaction !== null) await this.react(chatId, event.id, plan.reaction);
     const replyTo = this.replyTarget(event);
     let first = true;
     for (const m of plan.messages) {
@@ -406,6 +422,48 @@ export class InboxProcessor {
       }
       await this.send(chatId, { parts: [{ type: 'payment', checkout_url: checkoutUrl }] }, ctx);
     }
+  }
+
+  /**
+   * The agent's reaction to the message it answers, through POST /v1/messages/{id}/reactions. A
+   * replayed turn sends it again, which leaves the same one reaction (Relay keeps one per reactor
+   * and part). A refusal is logged and the words still go out.
+   */
+  private async react(chatId: string, messageId: string, spec: ReactionSpec): Promise<void> {
+    const body: SentReaction = { operation: 'add', ...spec };
+    try {
+      await this.o.api.react(messageId, body);
+    } catch (err) {
+      if (err instanceof RelayApiError && (err.kind === 'rejected' || err.kind === 'conflict')) {
+        this.o.log.warn('relay refused a reaction', { chat_id: chatId, error: err.message });
+        return;
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Images the person sent, downloaded through GET /v1/attachments/{id} for the turn to see. An
+   * image Relay will never serve (gone, too large, failed upload) leaves its attachment note in the
+   * words and is logged; an outage fails the turn, which is retried.
+   */
+  private async inboundImages(event: MessageEvent): Promise<TurnImage[]> {
+    const images: TurnImage[] = [];
+    for (const part of event.parts) {
+      const media = inboundMedia.safeParse(part);
+      if (!media.success || !media.data.mime_type.toLowerCase().startsWith('image/')) continue;
+      try {
+        const file = await this.o.api.downloadAttachment(media.data.id, MAX_INBOUND_IMAGE_BYTES);
+        images.push({ contentType: file.contentType, filename: file.filename, bytes: file.bytes });
+      } catch (err) {
+        if (err instanceof RelayApiError && (err.kind === 'rejected' || err.kind === 'conflict')) {
+          this.o.log.warn('relay image not handed to the turn', { chat_id: event.chat.id, error: err.message });
+          continue;
+        }
+        throw err;
+      }
+    }
+    return images;
   }
 
   private async sendMedia(chatId: string, file: string, ctx: TurnContext): Promise<void> {

@@ -59,19 +59,31 @@ export interface RelayApiOptions {
   timeoutMs?: number;
 }
 
+export type SentReaction = components['schemas']['SendReactionRequest'];
+
+export interface DownloadedAttachment {
+  contentType: string;
+  filename: string;
+  bytes: Buffer;
+}
+
 export type SendOutcome = { kind: 'sent'; messageId: string } | { kind: 'already_sent' };
 
 export class RelayApi {
   private readonly client: ReturnType<typeof createRelayMessengerClient>;
   private readonly fetchImpl: typeof fetch;
   private readonly timeoutMs: number;
+  private readonly origin: string;
+  private readonly authorization: string;
 
   constructor(options: RelayApiOptions) {
     this.fetchImpl = options.fetch ?? fetch;
+    this.origin = new URL(options.origin).origin;
+    this.authorization = `Bearer ${options.agentToken}`;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.client = createRelayMessengerClient({
       baseUrl: options.origin,
-      headers: { Authorization: `Bearer ${options.agentToken}` },
+      headers: { Authorization: this.authorization },
       fetch: (req: Request) => this.fetchImpl(req, { signal: AbortSignal.timeout(this.timeoutMs) }),
     });
   }
@@ -140,13 +152,67 @@ export class RelayApi {
     return data as unknown as RelayMessage;
   }
 
-  async react(messageId: string, operation: 'add' | 'remove', emoji: string): Promise<void> {
+  /** POST /v1/messages/{messageId}/reactions: a tapback, or a custom emoji (1–32 UTF-16 units). */
+  async react(messageId: string, reaction: SentReaction): Promise<void> {
     await this.call('reaction', () =>
-      this.client.POST('/v1/messages/{messageId}/reactions', {
-        params: { path: { messageId } },
-        body: { operation, type: 'custom', custom_emoji: emoji },
-      }),
+      this.client.POST('/v1/messages/{messageId}/reactions', { params: { path: { messageId } }, body: reaction }),
     );
+  }
+
+  /**
+   * GET /v1/attachments/{attachmentId}, then the bytes from its download_url. The Agent Token goes
+   * only to the API origin itself: a download URL on another host (a storage bucket) never sees it.
+   * Refused above `maxBytes`, both by the declared size and while streaming.
+   */
+  async downloadAttachment(attachmentId: string, maxBytes: number): Promise<DownloadedAttachment> {
+    const { data } = await this.call('get attachment', () =>
+      this.client.GET('/v1/attachments/{attachmentId}', { params: { path: { attachmentId } } }),
+    );
+    if (data === undefined) throw new RelayApiError('rejected', 200, 'get attachment: empty body');
+    if (data.status !== 'complete' || data.download_url === undefined) {
+      // A pending upload may complete later: worth a retry; a failed one never will.
+      const kind = data.status === 'failed' ? 'rejected' : 'retryable';
+      throw new RelayApiError(kind, 200, `attachment is ${data.status}, not downloadable`);
+    }
+    if (data.size_bytes > maxBytes) {
+      throw new RelayApiError('rejected', 200, `attachment is ${data.size_bytes} bytes; the most is ${maxBytes}`);
+    }
+    let url: URL;
+    try {
+      url = new URL(data.download_url, this.origin);
+    } catch {
+      throw new RelayApiError('rejected', 200, 'attachment download_url is not a URL');
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+      throw new RelayApiError('rejected', 200, 'attachment download_url is not http(s)');
+    }
+    const headers: Record<string, string> = url.origin === this.origin ? { Authorization: this.authorization } : {};
+    let res: Response;
+    try {
+      res = await this.fetchImpl(url, { headers, signal: AbortSignal.timeout(120_000) });
+    } catch (err) {
+      throw new RelayApiError('retryable', null, `download: network error: ${(err as Error).message}`);
+    }
+    if (!res.ok || res.body === null) {
+      await res.body?.cancel();
+      throw new RelayApiError(classifyStatus(res.status), res.status, `download: HTTP ${res.status}`);
+    }
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        total += chunk.byteLength;
+        if (total > maxBytes) {
+          await res.body.cancel().catch(() => {});
+          throw new RelayApiError('rejected', res.status, `download is over ${maxBytes} bytes`);
+        }
+        chunks.push(chunk);
+      }
+    } catch (err) {
+      if (err instanceof RelayApiError) throw err;
+      throw new RelayApiError('retryable', null, `download: network error: ${(err as Error).message}`);
+    }
+    return { contentType: data.content_type, filename: data.filename, bytes: Buffer.concat(chunks) };
   }
 
   async listChats(cursor: string | null): Promise<{ items: unknown; nextCursor: unknown }> {

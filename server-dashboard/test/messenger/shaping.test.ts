@@ -4,7 +4,9 @@ import {
   validateButtons,
   validateInvoice,
   validatePayment,
+  validateReaction,
   validateSelection,
+  UNSENDABLE_BLOCKS,
 } from '../../src/messenger/components.js';
 import { composeInboundText, approvalChoice, mentionsAgent } from '../../src/messenger/inbound-text.js';
 import {
@@ -186,6 +188,67 @@ describe('payment and invoice blocks', () => {
     const plan = planReply(`Thanks for your order.\n\n${fence('invoice', inv)}`);
     expect(plan.invoice?.url).toBe('https://checkout.stripe.com/x');
     expect(plan.messages).toEqual([{ parts: [{ type: 'text', value: 'Thanks for your order.' }] }]);
+  });
+});
+
+describe('blocks the locked contract has no part for', () => {
+  it.each(UNSENDABLE_BLOCKS)('a %s block stays in the words with the reason; other blocks still lift', (kind) => {
+    const body = '{"title":"Dinner","latitude":1,"longitude":2,"cards":[]}';
+    const answer = `Look:\n\n${fence(kind, body)}\n\nPick one\n\n${fence('buttons', '[{"label":"Yes"}]')}`;
+    const lifted = liftComponents(answer);
+    expect(lifted.refusals).toEqual([`the locked Relay contract has no ${kind} part, so Relay would refuse it`]);
+    expect(lifted.text).toBe(`Look:\n\n${fence(kind, body)}\n\nPick one`);
+    expect(lifted.buttons).toEqual({ type: 'buttons', items: [{ label: 'Yes' }] });
+    const plan = planReply(answer);
+    expect(plan.messages).toEqual([
+      {
+        parts: [
+          { type: 'text', value: `Look:\n\n${fence(kind, body)}\n\nPick one` },
+          { type: 'buttons', items: [{ label: 'Yes' }] },
+        ],
+      },
+    ]);
+  });
+
+  it('says so when the body is not even JSON; every such block is reported; a longer info word is not a fence', () => {
+    const lifted = liftComponents(`${fence('form', 'nope')}\n\n${fence('place', '{}')}\n\n${fence('formal', '{}')}`);
+    expect(lifted.refusals).toEqual([
+      'the locked Relay contract has no form part, so Relay would refuse it (and its body is not valid JSON)',
+      'the locked Relay contract has no place part, so Relay would refuse it',
+    ]);
+  });
+});
+
+describe('reaction blocks', () => {
+  it.each([
+    ['like', { type: 'like' }],
+    ['  question ', { type: 'question' }],
+    ['👍', { type: 'custom', custom_emoji: '👍' }],
+    ['❤️', { type: 'custom', custom_emoji: '❤️' }],
+    ['👩‍👩‍👧‍👦', { type: 'custom', custom_emoji: '👩‍👩‍👧‍👦' }],
+    ['🇫🇷', { type: 'custom', custom_emoji: '🇫🇷' }],
+  ])('%j is a reaction', (body, reaction) => {
+    expect(validateReaction(body)).toEqual({ reaction });
+  });
+
+  it.each(['', 'ok', 'thumbs up', '👍 👍', 'Like', '1️⃣2', '👍'.repeat(17)])('%j is refused', (body) => {
+    expect(validateReaction(body)).toHaveProperty('error');
+  });
+
+  it('is lifted out of the words; an answer may be nothing but a reaction; two stay in the words', () => {
+    expect(planReply(`Done.\n\n${fence('reaction', '👍')}`)).toMatchObject({
+      messages: [{ parts: [{ type: 'text', value: 'Done.' }] }],
+      reaction: { type: 'custom', custom_emoji: '👍' },
+      refusals: [],
+    });
+    expect(planReply(fence('reaction', 'love'))).toMatchObject({ messages: [], reaction: { type: 'love' } });
+    const two = liftComponents(`${fence('reaction', 'love')}\n${fence('reaction', 'like')}`);
+    expect(two.reaction).toBeNull();
+    expect(two.refusals).toEqual(['send at most one reaction per answer']);
+    expect(two.text).toContain('```reaction');
+    const bad = planReply(`Hi\n\n${fence('reaction', 'great job')}`);
+    expect(bad.reaction).toBeNull();
+    expect(bad.messages).toEqual([{ parts: [{ type: 'text', value: `Hi\n\n${fence('reaction', 'great job')}` }] }]);
   });
 });
 

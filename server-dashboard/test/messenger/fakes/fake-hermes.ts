@@ -15,6 +15,8 @@ export interface FakeRun {
   key: string | null;
   body: Json;
   input: string;
+  /** Data URLs of the images in a message-list input. */
+  images: string[];
   sessionId: string | null;
   journal: Json[];
   done: boolean;
@@ -29,6 +31,37 @@ export interface RunControl {
 }
 
 export type RunScript = (run: FakeRun, ctl: RunControl) => Promise<void>;
+
+type ContentPart = { type?: unknown; text?: unknown; image_url?: { url?: unknown } };
+
+function contentParts(input: unknown): ContentPart[] | null {
+  if (!Array.isArray(input)) return null;
+  const parts: ContentPart[] = [];
+  for (const m of input as { role?: unknown; content?: unknown }[]) {
+    if (typeof m !== 'object' || m === null || typeof m.role !== 'string') return null;
+    if (typeof m.content === 'string') parts.push({ type: 'text', text: m.content });
+    else if (Array.isArray(m.content)) parts.push(...(m.content as ContentPart[]));
+    else return null;
+  }
+  return parts;
+}
+
+/** `input` is a string or a message list (OpenAI-style content parts); the words of either. */
+function runInputText(input: unknown): string | null {
+  if (typeof input === 'string') return input;
+  const parts = contentParts(input);
+  if (parts === null) return null;
+  return parts
+    .filter((p) => p.type === 'text' && typeof p.text === 'string')
+    .map((p) => String(p.text))
+    .join('\n');
+}
+
+function runInputImages(input: unknown): string[] {
+  return (contentParts(input) ?? [])
+    .filter((p) => p.type === 'image_url' && typeof p.image_url?.url === 'string')
+    .map((p) => String(p.image_url?.url));
+}
 
 export const echoScript: RunScript = async (run, ctl) => {
   ctl.emit('message.delta', { delta: 'thinking' });
@@ -81,7 +114,8 @@ export class FakeHermes {
       } catch {
         return this.json(res, 400, { error: 'invalid_json' });
       }
-      if (typeof body['input'] !== 'string') return this.json(res, 400, { error: 'input_required' });
+      const input = runInputText(body['input']);
+      if (input === null) return this.json(res, 400, { error: 'input_required' });
       const key = typeof req.headers['idempotency-key'] === 'string' ? req.headers['idempotency-key'] : null;
       if (key !== null) {
         const existing = this.byKey.get(key);
@@ -103,7 +137,8 @@ export class FakeHermes {
         id: `run_${randomUUID()}`,
         key,
         body,
-        input: body['input'],
+        input,
+        images: runInputImages(body['input']),
         sessionId: typeof req.headers['x-hermes-session-id'] === 'string' ? req.headers['x-hermes-session-id'] : null,
         journal: [],
         done: false,

@@ -87,6 +87,19 @@ export class FakeRelay {
   readonly typing: { chatId: string; op: 'start' | 'stop' }[] = [];
   readonly reactions: Json[] = [];
   readonly uploads = new Map<string, { headers: http.IncomingHttpHeaders; bytes: Buffer }>();
+  /** Attachments a person sent, served on GET /v1/attachments/{id} and downloaded from `download_url`. */
+  readonly attachments = new Map<
+    string,
+    {
+      filename: string;
+      contentType: string;
+      bytes: Buffer;
+      status?: 'pending' | 'complete' | 'failed';
+      external?: boolean;
+    }
+  >();
+  /** Downloads served, with the Authorization header each carried. */
+  readonly downloads: { id: string; authorization: string | undefined; host: string }[] = [];
   readonly paymentRequests: { key: string | undefined; body: Json }[] = [];
   /** Messages the agent may have written that the fake serves on GET /v1/messages/{id}. */
   readonly ownMessages = new Map<string, Json>();
@@ -181,6 +194,22 @@ export class FakeRelay {
   private async handleHttp(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://x');
     const raw = await this.readBody(req);
+    if (req.method === 'GET' && (url.pathname.startsWith('/downloads/') || url.pathname.startsWith('/bucket/'))) {
+      const id = url.pathname.split('/')[2] ?? '';
+      this.downloads.push({ id, authorization: req.headers.authorization, host: req.headers.host ?? '' });
+      const a = this.attachments.get(id);
+      // The API origin's download route wants the Agent Token; the "bucket" (another origin) does not.
+      if (url.pathname.startsWith('/downloads/') && req.headers.authorization !== `Bearer ${this.o.token}`) {
+        res.writeHead(401).end();
+        return;
+      }
+      if (a === undefined) {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': a.contentType }).end(a.bytes);
+      return;
+    }
     if (req.method === 'PUT' && url.pathname.startsWith('/uploads/')) {
       const id = url.pathname.slice('/uploads/'.length);
       this.uploads.set(id, { headers: req.headers, bytes: raw });
@@ -316,6 +345,22 @@ export class FakeRelay {
           http_method: 'PUT',
           required_headers: { 'content-type': String(body['content_type']), 'x-upload-check': id },
           upload_url: `${this.url}/uploads/${id}`,
+        });
+      }
+      case 'getAttachment': {
+        const id = params['attachmentId'] ?? '';
+        const a = this.attachments.get(id);
+        if (a === undefined) return answer(404, errorBody(404, 1004, 'Attachment not found'));
+        // An "external" attachment lives on another origin (localhost vs 127.0.0.1), like a bucket.
+        const base = a.external === true ? this.url.replace('127.0.0.1', 'localhost') : this.url;
+        return answer(200, {
+          id,
+          filename: a.filename,
+          content_type: a.contentType,
+          size_bytes: a.bytes.byteLength,
+          status: a.status ?? 'complete',
+          download_url: `${base}/${a.external === true ? 'bucket' : 'downloads'}/${id}`,
+          created_at: nowIso(),
         });
       }
       case 'createPaymentRequest': {

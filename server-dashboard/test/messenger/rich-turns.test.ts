@@ -1,0 +1,215 @@
+/**
+ * Agent reactions, inbound images and the blocks the locked contract cannot carry, end to end:
+ * the real connector against the fake Relay server (requests checked against the locked snapshot)
+ * and the fake Hermes API server.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { MessengerConnector } from '../../src/messenger/connector.js';
+import { silentLogger, type Logger } from '../../src/messenger/clock.js';
+import { HermesRunsBackend } from '../../src/messenger/hermes-runs-backend.js';
+import { instantReply, ScriptedAgentBackend } from '../../src/messenger/scripted-agent.js';
+import type { AgentBackend } from '../../src/messenger/agent-backend.js';
+import { inboundMessage } from './fakes/fake-relay.js';
+import { HERMES_KEY, startFakes, waitFor, type Fakes } from './harness.js';
+
+type Json = Record<string, unknown>;
+
+let fakes: Fakes;
+let connector: MessengerConnector | null = null;
+let warnings: { message: string; fields: Json }[] = [];
+
+const recordingLogger: Logger = {
+  ...silentLogger,
+  warn: (message: string, fields?: Json) => warnings.push({ message, fields: fields ?? {} }),
+};
+
+function start(agent: AgentBackend): MessengerConnector {
+  connector = MessengerConnector.start({ config: fakes.config(), agent, log: recordingLogger });
+  return connector;
+}
+
+function hermesBackend(): HermesRunsBackend {
+  return new HermesRunsBackend({ baseUrl: fakes.hermes.url, apiKey: HERMES_KEY });
+}
+
+function sentBodies(): Json[] {
+  return [...fakes.relay.messages.values()].map((m) => m.body['message'] as Json);
+}
+
+const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
+
+function imagePart(id: string, mime = 'image/png'): Json {
+  return {
+    type: 'media',
+    id,
+    url: `https://api.relayapp.im/v1/attachments/${id}/download`,
+    filename: 'photo.png',
+    mime_type: mime,
+    size_bytes: PNG.byteLength,
+    reactions: null,
+  };
+}
+
+beforeEach(async () => {
+  warnings = [];
+  fakes = await startFakes();
+});
+
+afterEach(async () => {
+  await connector?.stop();
+  connector = null;
+  await fakes.close();
+});
+
+describe('agent reactions', () => {
+  it('a reaction block reacts to the message being answered, through the reaction route, before the words', async () => {
+    const c = start(new ScriptedAgentBackend(instantReply('Sure, booked.\n\n```reaction\n👍\n```')));
+    const ev = inboundMessage({ chatId: randomUUID(), senderId: randomUUID(), text: 'book it' });
+    fakes.relay.push(ev);
+    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 30_000, 'turn');
+    const messageId = String((ev['data'] as Json)['id']);
+    const react = fakes.relay.requests.find((r) => r.operationId === 'sendReaction');
+    expect(react?.path).toBe(`/v1/messages/${messageId}/reactions`);
+    expect(react?.body).toEqual({ operation: 'add', type: 'custom', custom_emoji: '👍' });
+    const order = fakes.relay.requests
+      .map((r) => r.operationId)
+      .filter((op) => op === 'sendReaction' || op === 'sendMessageToChat');
+    expect(order).toEqual(['sendReaction', 'sendMessageToChat']);
+    expect(sentBodies()).toEqual([{ parts: [{ type: 'text', value: 'Sure, booked.' }] }]);
+    expect(fakes.relay.contractViolations).toEqual([]);
+  });
+
+  it('an answer that is only a tapback sends the reaction and no Message (Hermes API server backend)', async () => {
+    fakes.hermes.script = async (_run, ctl) => ctl.emit('run.completed', { output: '```reaction\nlike\n```' });
+    const c = start(hermesBackend());
+    const ev = inboundMessage({ chatId: randomUUID(), senderId: randomUUID(), text: 'thanks!' });
+    fakes.relay.push(ev);
+    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 30_000, 'turn');
+    expect(fakes.relay.reactions).toEqual([{ operation: 'add', type: 'like' }]);
+    expect(fakes.relay.messages.size).toBe(0);
+    expect(fakes.relay.contractViolations).toEqual([]);
+  });
+
+  it('a refused reaction is logged and the words still go out; an outage retries the turn without a second Message', async () => {
+    fakes.relay.failNext.set('sendReaction', [422, 503]);
+    const agent = new ScriptedAgentBackend(instantReply('Noted.\n\n```reaction\n❤️\n```'));
+    const c = start(agent);
+    const first = inboundMessage({ chatId: randomUUID(), senderId: randomUUID() });
+    fakes.relay.push(first);
+    await waitFor(() => c.inbox.status(String(first['event_id'])) === 'completed', 30_000, 'refused reaction');
+    expect(warnings.some((w) => w.message === 'relay refused a reaction')).toBe(true);
+    expect(fakes.relay.reactions).toEqual([]);
+    expect(fakes.relay.messages.size).toBe(1);
+
+    const second = inboundMessage({ chatId: randomUUID(), senderId: randomUUID() });
+    fakes.relay.push(second);
+    await waitFor(() => c.inbox.status(String(second['event_id'])) === 'completed', 30_000, 'retried turn');
+    // 503 → the turn was retried (same run), the reaction then went through, the words once.
+    expect(fakes.relay.reactions).toEqual([{ operation: 'add', type: 'custom', custom_emoji: '❤️' }]);
+    expect(fakes.relay.messagesWithKeyPrefix(`reply-${String(second['event_id'])}-`)).toHaveLength(1);
+    expect(new Set(agent.turns.map((t) => t.idempotencyKey)).size).toBe(2);
+  });
+});
+
+describe('inbound images', () => {
+  it('an image the person sent is downloaded through GET /v1/attachments/{id} and handed to the Hermes run', async () => {
+    const id = randomUUID();
+    fakes.relay.attachments.set(id, { filename: 'photo.png', contentType: 'image/png', bytes: PNG });
+    const c = start(hermesBackend());
+    const ev = inboundMessage({
+      chatId: randomUUID(),
+      senderId: randomUUID(),
+      parts: [{ type: 'text', value: 'what is this?', reactions: null }, imagePart(id)],
+    });
+    fakes.relay.push(ev);
+    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 30_000, 'turn');
+    const [run] = fakes.hermes.createdRuns;
+    expect(run?.images).toEqual([`data:image/png;base64,${PNG.toString('base64')}`]);
+    expect(run?.input).toBe('what is this?\n[attachment received: image/png]');
+    expect(run?.body['input']).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'what is this?\n[attachment received: image/png]' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG.toString('base64')}` } },
+        ],
+      },
+    ]);
+    // The download on the API origin carried the Agent Token.
+    expect(fakes.relay.downloads).toEqual([
+      expect.objectContaining({ id, authorization: 'Bearer relay-agent-token-for-tests' }),
+    ]);
+    expect(fakes.relay.contractViolations).toEqual([]);
+  });
+
+  it('a download URL on another origin never sees the Agent Token', async () => {
+    const id = randomUUID();
+    fakes.relay.attachments.set(id, { filename: 'p.png', contentType: 'image/png', bytes: PNG, external: true });
+    const agent = new ScriptedAgentBackend(instantReply('a photo'));
+    const c = start(agent);
+    fakes.relay.push(inboundMessage({ chatId: randomUUID(), senderId: randomUUID(), parts: [imagePart(id)] }));
+    await waitFor(() => c.inbox.backlog().completed === 1, 30_000, 'turn');
+    expect(fakes.relay.downloads).toHaveLength(1);
+    expect(fakes.relay.downloads[0]?.host).toMatch(/^localhost:/);
+    expect(fakes.relay.downloads[0]?.authorization).toBeUndefined();
+    expect(Buffer.from(agent.turns[0]?.images?.[0]?.bytes ?? [])).toEqual(PNG);
+  });
+
+  it('an outage while fetching the image retries the turn; Hermes gets one run, with the image', async () => {
+    const id = randomUUID();
+    fakes.relay.attachments.set(id, { filename: 'photo.png', contentType: 'image/png', bytes: PNG });
+    fakes.relay.failNext.set('getAttachment', [503]);
+    const c = start(hermesBackend());
+    const ev = inboundMessage({ chatId: randomUUID(), senderId: randomUUID(), parts: [imagePart(id)] });
+    fakes.relay.push(ev);
+    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 30_000, 'turn after retry');
+    expect(fakes.relay.requests.filter((r) => r.operationId === 'getAttachment')).toHaveLength(2);
+    expect(fakes.hermes.createdRuns).toHaveLength(1);
+    expect(fakes.hermes.createdRuns[0]?.images).toHaveLength(1);
+    expect(fakes.relay.messages.size).toBe(1);
+  });
+
+  it('an image Relay will not serve leaves its note in the words, is logged, and the turn goes on', async () => {
+    const failed = randomUUID();
+    fakes.relay.attachments.set(failed, { filename: 'x.png', contentType: 'image/png', bytes: PNG, status: 'failed' });
+    const missing = randomUUID();
+    const agent = new ScriptedAgentBackend(instantReply('I could not open that'));
+    const c = start(agent);
+    fakes.relay.push(
+      inboundMessage({
+        chatId: randomUUID(),
+        senderId: randomUUID(),
+        parts: [imagePart(failed), imagePart(missing, 'image/jpeg'), { ...imagePart(randomUUID(), 'application/pdf') }],
+      }),
+    );
+    await waitFor(() => c.inbox.backlog().completed === 1, 30_000, 'turn');
+    expect(agent.turns[0]?.images).toBeUndefined();
+    expect(agent.turns[0]?.input).toBe(
+      '[attachment received: image/png]\n[attachment received: image/jpeg]\n[attachment received: application/pdf]',
+    );
+    expect(warnings.filter((w) => w.message === 'relay image not handed to the turn')).toHaveLength(2);
+    // A PDF is not fetched at all.
+    expect(fakes.relay.requests.filter((r) => r.operationId === 'getAttachment')).toHaveLength(2);
+  });
+});
+
+describe('blocks the locked contract cannot carry', () => {
+  it.each(['form', 'place', 'rich_card', 'carousel', 'rating_request'])(
+    'a %s block stays in the words, the reason is logged, and nothing outside the contract is sent',
+    async (kind) => {
+      const block = `\`\`\`${kind}\n{"title":"x"}\n\`\`\``;
+      const c = start(new ScriptedAgentBackend(instantReply(`Here you go.\n\n${block}`)));
+      fakes.relay.push(inboundMessage({ chatId: randomUUID(), senderId: randomUUID() }));
+      await waitFor(() => c.inbox.backlog().completed === 1, 30_000, 'turn');
+      expect(sentBodies()).toEqual([{ parts: [{ type: 'text', value: `Here you go.\n\n${block}` }] }]);
+      expect(warnings).toContainEqual({
+        message: 'relay component stayed in the words',
+        fields: expect.objectContaining({
+          reason: `the locked Relay contract has no ${kind} part, so Relay would refuse it`,
+        }) as Json,
+      });
+      expect(fakes.relay.contractViolations).toEqual([]);
+    },
+  );
+});
