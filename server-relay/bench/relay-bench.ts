@@ -9,7 +9,9 @@
  *   POST /v1/pairings/claim claims of pre-created codes
  *
  * Options: BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 16), BENCH_STORES=sqlite,postgres,
- * DATABASE_URL_PG (else the local server at 127.0.0.1:5432, else embedded PostgreSQL).
+ * BENCH_INSTALLATIONS=1000,50000, DATABASE_URL_PG (else the local server at 127.0.0.1:5432, else
+ * embedded PostgreSQL), BENCH_RELAY_NODE_FLAGS (node flags of the relay process only, space-separated,
+ * e.g. `--cpu-prof --cpu-prof-dir=/tmp/relay-prof` to profile it).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -25,6 +27,8 @@ import { startRelayProcess } from '../test/support/relay-process.js';
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',') as ('sqlite' | 'postgres')[];
+const SIZES = (process.env.BENCH_INSTALLATIONS ?? '1000,50000').split(',').map(Number);
+const RELAY_NODE_FLAGS = (process.env.BENCH_RELAY_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 /**
  * Installations that get a gateway. The relay keeps its fixed per-installation event window (30 a
  * minute, API.md §1.1) — no bench-only bypass — so the event run spreads over many installations and
@@ -165,6 +169,7 @@ async function bench(
         RELAY_MAX_EVENT_IDS: '10000000',
       },
       120_000,
+      RELAY_NODE_FLAGS,
     );
     // Silence the access log: the bench measures the relay, not a pipe to a terminal.
     relay.child.stdout?.removeAllListeners('data');
@@ -267,7 +272,7 @@ async function bench(
 
 const rows: string[] = [];
 for (const kind of STORES) {
-  for (const installations of [1_000, 50_000]) {
+  for (const installations of SIZES) {
     const figures = await bench(kind, installations, installations === 50_000);
     for (const [route, f] of Object.entries(figures)) {
       const line = `| ${kind} | ${installations.toLocaleString('en-US')} | ${route} | ${f.requestsPerS} | ${f.p50} | ${f.p99} | ${f.cpuMsPerRequest} | ${f.non2xx} |`;

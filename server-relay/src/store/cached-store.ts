@@ -2,6 +2,15 @@ import type { DecisionRecord } from '../domain/decisions.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
 import type { InstallationPatch, RelayStore } from './relay-store.js';
 
+function withActivity(gateway: GatewayRecord, activity: GatewayActivity): GatewayRecord {
+  return {
+    ...gateway,
+    pluginVersion: activity.pluginVersion ?? gateway.pluginVersion,
+    pluginCapabilities: activity.pluginCapabilities ?? gateway.pluginCapabilities,
+    lastEventAt: activity.lastEventAt ?? gateway.lastEventAt,
+  };
+}
+
 /**
  * A write-through read cache of installations and gateways in front of the database, so
  * authenticating an event costs no query (a Prisma round trip is about a millisecond here, and every
@@ -101,16 +110,22 @@ export class CachedStore implements RelayStore {
     }
   }
 
-  async recordGatewayActivity(installationId: string, gatewayId: string, activity: GatewayActivity): Promise<void> {
-    await this.inner.recordGatewayActivity(installationId, gatewayId, activity);
-    this.gateways.delete(`${installationId}:${gatewayId}`);
+  recordGatewayActivity(installationId: string, gatewayId: string, activity: GatewayActivity): Promise<void> {
+    return this.recordGatewayActivities([{ installationId, gatewayId, activity }]);
   }
 
   async recordGatewayActivities(
     entries: { installationId: string; gatewayId: string; activity: GatewayActivity }[],
   ): Promise<void> {
     await this.inner.recordGatewayActivities(entries);
-    for (const entry of entries) this.gateways.delete(`${entry.installationId}:${entry.gatewayId}`);
+    // Cached gateways take the written values rather than being dropped: the deferred flush touches
+    // every busy gateway every few seconds, and dropping them would send each one's next event to
+    // the database. Only entries still cached are updated, so a revoked gateway never comes back.
+    for (const { installationId, gatewayId, activity } of entries) {
+      const key = `${installationId}:${gatewayId}`;
+      const cached = this.gateways.get(key);
+      if (cached) this.gateways.set(key, withActivity(cached, activity));
+    }
   }
 
   replacePairing(record: PairingRecord): Promise<void> {

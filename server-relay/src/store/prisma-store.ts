@@ -1,8 +1,9 @@
-import { createDb, migrate, type Db } from '@conduit/prisma';
+import { createDb, migrate, providerOf, type Db, type Provider } from '@conduit/prisma';
 import type { DecisionRecord } from '../domain/decisions.js';
 import { isActive } from '../domain/decisions.js';
 import type { BatchQuestion } from '../domain/events.js';
 import { normalizePreferences } from '../domain/preferences.js';
+import { lastSeenStatements, type LastSeen } from './last-seen-statements.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
 import type { InstallationPatch, RelayStore } from './relay-store.js';
 
@@ -124,7 +125,10 @@ export function installationData(record: InstallationRecord) {
 
 /** Prisma on SQLite (DATA_PATH) or PostgreSQL (DATABASE_URL); migrations are applied by `openPrismaStore`. */
 export class PrismaStore implements RelayStore {
-  constructor(readonly db: Db) {}
+  constructor(
+    readonly db: Db,
+    readonly provider: Provider,
+  ) {}
 
   async countInstallations(): Promise<number> {
     return this.db.installation.count();
@@ -186,7 +190,17 @@ export class PrismaStore implements RelayStore {
     entries: { installationId: string; gatewayId: string; activity: GatewayActivity }[],
   ): Promise<void> {
     if (entries.length === 0) return;
-    const updates = entries.map(({ installationId, gatewayId, activity }) => {
+    // Almost every entry is a bare last-seen time: those go out in bulk statements. The rare entry
+    // with plugin metadata (plugin.hello, a changed plugin version) keeps its own update.
+    const lastSeen: LastSeen[] = [];
+    const detailed: ReturnType<Db['gateway']['updateMany']>[] = [];
+    for (const { installationId, gatewayId, activity } of entries) {
+      if (activity.pluginVersion === undefined && activity.pluginCapabilities === undefined) {
+        if (activity.lastEventAt !== undefined) {
+          lastSeen.push({ installationId, gatewayId, lastEventAtMs: activity.lastEventAt });
+        }
+        continue;
+      }
       const data: Record<string, unknown> = {};
       if (activity.pluginVersion !== undefined) data.pluginVersion = activity.pluginVersion;
       if (activity.pluginCapabilities !== undefined) {
@@ -194,10 +208,13 @@ export class PrismaStore implements RelayStore {
       }
       if (activity.lastEventAt !== undefined) data.lastEventAt = new Date(activity.lastEventAt);
       // updateMany: the gateway may have been revoked since the event; then there is nothing to record.
-      return this.db.gateway.updateMany({ where: { installationId, id: gatewayId }, data });
-    });
+      detailed.push(this.db.gateway.updateMany({ where: { installationId, id: gatewayId }, data }));
+    }
+    const bulk = lastSeenStatements(this.provider, lastSeen).map(({ sql, params }) =>
+      this.db.$executeRawUnsafe(sql, ...params),
+    );
     // One transaction: one commit for the whole deferred batch.
-    await this.db.$transaction(updates);
+    await this.db.$transaction([...bulk, ...detailed]);
   }
 
   async replacePairing(record: PairingRecord): Promise<void> {
@@ -287,5 +304,5 @@ export class PrismaStore implements RelayStore {
 /** Applies the committed migrations, then opens the store. */
 export async function openPrismaStore(databaseUrl: string): Promise<PrismaStore> {
   await migrate(databaseUrl);
-  return new PrismaStore(createDb(databaseUrl));
+  return new PrismaStore(createDb(databaseUrl), providerOf(databaseUrl));
 }

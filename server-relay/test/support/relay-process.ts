@@ -31,9 +31,14 @@ export interface RelayProcess {
  * The relay as operators run it: one node process (tsx as a loader, not a wrapper process, so a
  * SIGKILL hits the server itself), configured only by the environment.
  */
-export async function startRelayProcess(env: Record<string, string>, timeoutMs = 30_000): Promise<RelayProcess> {
+export async function startRelayProcess(
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+  /** Node flags for the relay process (e.g. --cpu-prof, which NODE_OPTIONS does not accept). */
+  nodeFlags: string[] = [],
+): Promise<RelayProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', MAIN], {
     cwd: RELAY_DIR,
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

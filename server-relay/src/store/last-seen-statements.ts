@@ -1,0 +1,58 @@
+import type { Provider } from '@conduit/prisma';
+
+/** One gateway's last-seen time, as the deferred flush writes it. */
+export interface LastSeen {
+  installationId: string;
+  gatewayId: string;
+  lastEventAtMs: number;
+}
+
+export interface RawStatement {
+  sql: string;
+  params: string[];
+}
+
+/**
+ * Rows per statement: 3 parameters each keeps a statement far below SQLite's 32,766 and PostgreSQL's
+ * 65,535 bound parameters, and short enough that one statement never holds the event loop for long
+ * (better-sqlite3 runs synchronously).
+ */
+export const LAST_SEEN_ROWS_PER_STATEMENT = 1_000;
+
+/**
+ * A DateTime column value as Prisma itself writes it, so rows written here read back through the
+ * Prisma client unchanged: on SQLite the adapter stores ISO-8601 text with a `+00:00` offset; on
+ * PostgreSQL the columns are `timestamp(3)` without time zone holding UTC, so the UTC wall time is
+ * sent and cast in the statement.
+ */
+function dateTimeParam(provider: Provider, ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return provider === 'sqlite' ? iso.replace('Z', '+00:00') : iso.slice(0, -1);
+}
+
+/**
+ * One UPDATE … FROM (VALUES …) per chunk of gateways instead of one statement per gateway: a relay
+ * with 10,000 busy gateways flushes in 10 statements, not 10,000. A gateway revoked since its event
+ * simply matches no row. Both databases accept this form (SQLite since 3.33).
+ */
+export function lastSeenStatements(provider: Provider, rows: LastSeen[]): RawStatement[] {
+  const statements: RawStatement[] = [];
+  for (let start = 0; start < rows.length; start += LAST_SEEN_ROWS_PER_STATEMENT) {
+    const chunk = rows.slice(start, start + LAST_SEEN_ROWS_PER_STATEMENT);
+    const params: string[] = [];
+    const tuples = chunk.map((row) => {
+      params.push(row.installationId, row.gatewayId, dateTimeParam(provider, row.lastEventAtMs));
+      if (provider === 'sqlite') return '(?, ?, ?)';
+      const n = params.length;
+      return `($${n - 2}, $${n - 1}, $${n}::timestamp(3))`;
+    });
+    statements.push({
+      sql:
+        `WITH "seen" ("installationId", "id", "lastEventAt") AS (VALUES ${tuples.join(', ')}) ` +
+        `UPDATE "Gateway" SET "lastEventAt" = "seen"."lastEventAt" FROM "seen" ` +
+        `WHERE "Gateway"."installationId" = "seen"."installationId" AND "Gateway"."id" = "seen"."id"`,
+      params,
+    });
+  }
+  return statements;
+}

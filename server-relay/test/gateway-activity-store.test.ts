@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LAST_SEEN_ROWS_PER_STATEMENT } from '../src/store/last-seen-statements.js';
+import { CachedStore } from '../src/store/cached-store.js';
+import { openPrismaStore, type PrismaStore } from '../src/store/prisma-store.js';
+import type { GatewayRecord } from '../src/store/records.js';
+import { STORE_KINDS, testDatabase } from './support/harness.js';
+
+function gateway(installationId: string, createdAt: number): GatewayRecord {
+  return {
+    installationId,
+    id: randomUUID(),
+    name: 'gateway',
+    secretHash: 'a'.repeat(64),
+    dashboardId: null,
+    createdAt,
+    pluginVersion: null,
+    pluginCapabilities: null,
+    lastEventAt: null,
+  };
+}
+
+/** A fresh gateway row as the database holds it, written directly (the store has no bare insert). */
+function row(g: GatewayRecord) {
+  return {
+    installationId: g.installationId,
+    id: g.id,
+    name: g.name,
+    secretHash: g.secretHash,
+    createdAt: new Date(g.createdAt),
+  };
+}
+
+describe.each(STORE_KINDS)('deferred gateway activity on %s', (kind) => {
+  let release: () => Promise<void>;
+  let store: PrismaStore;
+
+  beforeAll(async () => {
+    const db = await testDatabase(kind);
+    release = db.release;
+    store = await openPrismaStore(db.url);
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await release?.();
+  });
+
+  it('a bulk flush of more gateways than one statement holds writes every last-seen time to the millisecond', async () => {
+    const installationId = randomUUID();
+    const count = LAST_SEEN_ROWS_PER_STATEMENT * 2 + 7;
+    const base = Date.UTC(2026, 10, 29, 23, 59, 59, 123);
+    const gateways = Array.from({ length: count }, () => gateway(installationId, base - 60_000));
+    await store.db.gateway.createMany({
+      data: gateways.map(row),
+    });
+    const revoked = gateway(installationId, base);
+    await store.recordGatewayActivities([
+      ...gateways.map((g, i) => ({ installationId, gatewayId: g.id, activity: { lastEventAt: base + i } })),
+      // Revoked before the flush: matches no row and creates none.
+      { installationId, gatewayId: revoked.id, activity: { lastEventAt: base } },
+    ]);
+    const stored = await store.listGateways(installationId);
+    expect(stored).toHaveLength(count);
+    const byId = new Map(stored.map((g) => [g.id, g]));
+    gateways.forEach((g, i) => {
+      expect(byId.get(g.id)?.lastEventAt).toBe(base + i);
+      expect(byId.get(g.id)?.createdAt).toBe(base - 60_000);
+    });
+  });
+
+  it('plugin metadata and bare last-seen times in one flush are both written; other gateways are untouched', async () => {
+    const installationId = randomUUID();
+    const [hello, seen, idle] = [0, 1, 2].map(() => gateway(installationId, Date.UTC(2026, 0, 1)));
+    for (const g of [hello!, seen!, idle!]) {
+      await store.db.gateway.create({ data: row(g) });
+    }
+    await store.recordGatewayActivities([
+      {
+        installationId,
+        gatewayId: hello!.id,
+        activity: { pluginVersion: '1.2.3', pluginCapabilities: ['e2e'], lastEventAt: Date.UTC(2026, 5, 1, 12) },
+      },
+      { installationId, gatewayId: seen!.id, activity: { lastEventAt: Date.UTC(2026, 5, 1, 13, 0, 0, 1) } },
+    ]);
+    expect(await store.findGateway(installationId, hello!.id)).toMatchObject({
+      pluginVersion: '1.2.3',
+      pluginCapabilities: ['e2e'],
+      lastEventAt: Date.UTC(2026, 5, 1, 12),
+    });
+    expect(await store.findGateway(installationId, seen!.id)).toMatchObject({
+      pluginVersion: null,
+      lastEventAt: Date.UTC(2026, 5, 1, 13, 0, 0, 1),
+    });
+    expect(await store.findGateway(installationId, idle!.id)).toMatchObject({ lastEventAt: null });
+  });
+
+  it('the cache keeps a flushed gateway with its new values and never brings back a revoked one', async () => {
+    const cached = new CachedStore(store);
+    const installationId = randomUUID();
+    const kept = gateway(installationId, Date.UTC(2026, 0, 1));
+    const gone = gateway(installationId, Date.UTC(2026, 0, 1));
+    for (const g of [kept, gone]) {
+      await store.db.gateway.create({ data: row(g) });
+      expect(await cached.findGateway(installationId, g.id)).not.toBeNull();
+    }
+    await cached.deleteGateway(installationId, gone.id);
+    const at = Date.UTC(2026, 2, 3, 4, 5, 6, 789);
+    await cached.recordGatewayActivities([
+      { installationId, gatewayId: kept.id, activity: { lastEventAt: at, pluginVersion: '2.0.0' } },
+      { installationId, gatewayId: gone.id, activity: { lastEventAt: at } },
+    ]);
+    // Changed underneath the cache: a cached read must not see this, proving it came from the cache.
+    await store.db.gateway.updateMany({ where: { installationId, id: kept.id }, data: { name: 'renamed' } });
+    expect(await cached.findGateway(installationId, kept.id)).toMatchObject({
+      name: 'gateway',
+      lastEventAt: at,
+      pluginVersion: '2.0.0',
+    });
+    expect(await cached.findGateway(installationId, gone.id)).toBeNull();
+  });
+});
