@@ -5,6 +5,7 @@ import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { WireError } from '@conduit/contracts/server';
 import { ApprovalBook } from './cards/approval-book.js';
+import { ApprovalCards } from './cards/approval-cards.js';
 import { ClarifyLoop, type ClarifyPairing } from './cards/clarify-loop.js';
 import { hermesApiClient, type HermesApi } from './cards/hermes-api.js';
 import type { HostConfig } from './config.js';
@@ -161,6 +162,18 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     pollBaseMs: limits.clarifyPollMs,
     budgetMs: limits.clarifyBudgetS * 1000,
   });
+  const approvalCards = new ApprovalCards({
+    clock,
+    log,
+    book: approvals,
+    hermes: deps.hermes,
+    gateway: deps.gateway,
+    readPairing: deps.readPairing,
+    enqueue: (profile, event) => queue.enqueue(profile, event),
+    enqueueTracked: (profile, event, onSettled) => queue.enqueueTracked(profile, event, onSettled),
+    sleep: deps.sleep,
+    pollBaseMs: limits.clarifyPollMs,
+  });
   const notifier = new Notifier({
     clock,
     log,
@@ -170,14 +183,14 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     isCronMuted: (profile, jobId) => settings.cron(profile).isMuted(jobId),
     isReplySourceOn: (profile, source) => settings.replySources(profile).isOn(source),
     sessionTitle,
-    approvals,
+    approvals: approvalCards,
     clarify,
   });
 
   const hookToken = randomBytes(32).toString('base64url');
   capabilityRoutes(app, config);
   notificationSettingsRoutes(app, config.hermesHome, settings);
-  approvalRoutes(app, { hermesHome: config.hermesHome, book: approvals, hermes: deps.hermes });
+  approvalRoutes(app, { hermesHome: config.hermesHome, cards: approvalCards });
   registerPairingRoutes(app, {
     resolveProfileHome: (requested) => {
       const profile = resolveProfile(config.hermesHome, requested);
@@ -205,7 +218,10 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
   const flushTimer = setInterval(() => notifier.flushDueReplies(), Math.max(50, Math.min(1000, limits.replyHoldMs)));
   flushTimer.unref();
   // Before the server stops accepting: release held clarify calls so closing never waits on them.
-  app.addHook('preClose', async () => clarify.shutdown());
+  app.addHook('preClose', async () => {
+    clarify.shutdown();
+    await approvalCards.shutdown();
+  });
   app.addHook('onClose', async () => {
     clearInterval(flushTimer);
     await queue.stop();

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { hookString, type HookPayload } from '../bridge/hook-payload.js';
 import type { Settlement } from '../delivery/outcome.js';
-import type { DecisionPoll, RelayGateway, RelayTarget } from '../delivery/relay-gateway.js';
+import type { RelayGateway, RelayTarget } from '../delivery/relay-gateway.js';
 import { eventId } from '../notifier/event-id.js';
 import {
   buildEvent,
@@ -14,7 +14,8 @@ import {
 } from '../notifier/events.js';
 import type { HookAnswer, ProfileScope } from '../notifier/notifier.js';
 import { notificationTitle } from '../notifier/titles.js';
-import { clarifyResult, pollDelayMs } from './clarify-answers.js';
+import { clarifyResult } from './clarify-answers.js';
+import { awaitDecisionAnswer } from './decision-poll.js';
 
 /** A paired profile's relay, plus how to open the phone's answers (sealed when E2E is on). */
 export interface ClarifyPairing {
@@ -40,9 +41,6 @@ export interface ClarifyPorts {
   pollBaseMs: number;
   budgetMs: number;
 }
-
-/** Before the first `pending`, this many `unknown` polls or errors in a row mean the card never arrived. */
-const MAX_UNKNOWN_BEFORE_PENDING = 30;
 
 type Held = { pairing: ClarifyPairing; requestId: string };
 
@@ -142,45 +140,20 @@ export class ClarifyLoop {
     requestId: string,
     batch: boolean,
   ): Promise<Record<string, string> | null> {
-    const deadline = this.ports.clock.now() + this.ports.budgetMs;
-    let step = 0;
-    let seenPending = false;
-    let unknownStreak = 0;
-    let remaining = Infinity;
-    for (;;) {
-      const wait = pollDelayMs(step, this.ports.pollBaseMs);
-      if (this.ports.clock.now() + wait > deadline) return null;
-      await Promise.race([this.ports.sleep(wait), this.closed]);
-      if (this.closing) return null;
-      step++;
-      const result = await this.ports.gateway.pollDecision(pairing.target, requestId);
-      const poll: DecisionPoll | null = result.kind === 'ok' ? result.poll : null;
-      if (!poll || poll.status === 'unknown') {
-        if (seenPending && poll) return null; // released or expired on the relay
-        if (++unknownStreak >= MAX_UNKNOWN_BEFORE_PENDING && !seenPending) return null;
-        continue;
-      }
-      unknownStreak = 0;
-      if (poll.status === 'rejected') return null;
-      if (poll.status === 'pending') {
-        seenPending = true;
-        if (!poll.deliverable) return null; // no card on the phone: ask natively at once
-        const left = poll.remaining?.length ?? 1;
-        if (left < remaining) {
-          if (remaining !== Infinity) step = 0; // progress: poll quickly again
-          remaining = left;
-        }
-        continue;
-      }
-      const raw: Record<string, unknown> =
-        batch && poll.answers && Object.keys(poll.answers).length ? poll.answers : { q0: poll.answer };
-      const opened = pairing.openAnswers(requestId, raw, batch);
-      if (!opened) {
-        this.ports.log.warn('clarify answers rejected (not sealed for this pairing); native clarify');
-        return null;
-      }
-      return opened;
+    const poll = await awaitDecisionAnswer(this.ports, pairing.target, requestId, {
+      budgetMs: this.ports.budgetMs,
+      stop: this.closed,
+      stopped: () => this.closing,
+    });
+    if (!poll) return null;
+    const raw: Record<string, unknown> =
+      batch && poll.answers && Object.keys(poll.answers).length ? poll.answers : { q0: poll.answer };
+    const opened = pairing.openAnswers(requestId, raw, batch);
+    if (!opened) {
+      this.ports.log.warn('clarify answers rejected (not sealed for this pairing); native clarify');
+      return null;
     }
+    return opened;
   }
 }
 

@@ -89,7 +89,8 @@ export function sealEvent(event: HostEvent, context: SealContext): SealedEvent {
   const { keys } = context;
   const msg = keyedEventId(keys.meta, event.event_id);
   const tok = threadToken(keys.meta, event.session_id || msg);
-  const clarify = event.decision?.kind === 'clarify' && event.decision.request_id ? event.decision : undefined;
+  // A decision parked on the relay (a clarify, or an approval that names a request id) binds its id.
+  const clarify = event.decision?.request_id ? event.decision : undefined;
   const req = clarify?.request_id ?? '';
   const iat = Math.floor(context.nowSeconds);
 
@@ -135,7 +136,10 @@ export function sealEvent(event: HostEvent, context: SealContext): SealedEvent {
       ct,
     };
     const sealed: SealedEvent = { event_id: msg, type: event.type, ...versionFields(event), e2e: envelope };
-    if (clarify) sealed.clarify = clarifyRouting(clarify.request_id, clarify.questions, attempt.card);
+    if (clarify?.request_id) {
+      const questions = clarify.kind === 'clarify' ? clarify.questions : undefined;
+      sealed.clarify = clarifyRouting(clarify.request_id, questions, attempt.card);
+    }
     return sealed;
   }
   throw new E2eSealError('the event does not fit the relay bound even without its content');

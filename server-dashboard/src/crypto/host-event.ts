@@ -9,6 +9,8 @@ export interface ApprovalDecision {
   session_key: string;
   description: string;
   choices: string[];
+  /** Parks the approval on the relay so the phone can answer it there (our relay's extension). */
+  request_id?: string;
 }
 
 export interface ClarifyQuestion {

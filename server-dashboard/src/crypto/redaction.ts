@@ -39,12 +39,14 @@ export function redactEvent(event: HostEvent, redactKey: string): HostEvent {
 
 function redactApproval(decision: ApprovalDecision): ApprovalDecision {
   const choices = decision.choices.filter((choice) => APPROVAL_CHOICES.has(choice));
-  return {
+  const out: ApprovalDecision = {
     kind: 'approval',
     description: REDACTED_APPROVAL_TEXT,
     session_key: decision.session_key,
     choices: choices.length > 0 ? choices : ['once', 'deny'],
   };
+  if (decision.request_id) out.request_id = decision.request_id;
+  return out;
 }
 
 function redactClarify(decision: ClarifyDecision): ClarifyDecision {

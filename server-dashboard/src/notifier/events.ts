@@ -6,6 +6,8 @@ export interface ApprovalDecision {
   session_key: string;
   description: string;
   choices: string[];
+  /** The relay decision the card is parked under, so the phone can answer it there (set by ApprovalCards). */
+  request_id?: string;
 }
 
 export interface ClarifyQuestion {

@@ -30,7 +30,9 @@ export interface NotifierPorts {
   isReplySourceOn(profile: ProfileScope, source: ReplySource): Promise<boolean>;
   sessionTitle(profile: ProfileScope, sessionId: string): Promise<string | null>;
   approvals: {
-    raised(profile: ProfileScope, payload: HookPayload): void;
+    /** Takes over delivery of an approval's notification (with an answerable card when it has one). */
+    raised(profile: ProfileScope, payload: HookPayload, event: NotificationEvent): Promise<void> | void;
+    /** Answered natively (post_approval_response): the card is retired. */
     answered(profile: ProfileScope, sessionKey: string): void;
   };
   clarify: {
@@ -235,16 +237,13 @@ export class Notifier {
       hookString(payload, 'command'),
     );
     const sessionId = sessionKey || (hookString(payload, 'session_id') ?? '');
-    this.ports.enqueue(
-      profile,
-      this.event(profile, 'approval.needed', id, {
-        sessionId,
-        title: await this.titled(profile, 'approval.needed', hookString(payload, 'session_id') ?? sessionId),
-        body: description.trim() || DEFAULT_APPROVAL_BODY,
-        decision: approvalDecision(sessionKey, description),
-      }),
-    );
-    if (sessionKey) this.ports.approvals.raised(profile, payload);
+    const event = this.event(profile, 'approval.needed', id, {
+      sessionId,
+      title: await this.titled(profile, 'approval.needed', hookString(payload, 'session_id') ?? sessionId),
+      body: description.trim() || DEFAULT_APPROVAL_BODY,
+      decision: approvalDecision(sessionKey, description),
+    });
+    await this.ports.approvals.raised(profile, payload, event);
   }
 
   private async onSubagentStop(profile: ProfileScope, state: ProfileState, payload: HookPayload) {

@@ -7,7 +7,9 @@ import { TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';
 import { FakeRelay } from '../support/fake-relay.js';
 import { callHook } from '../support/hook-call.js';
 import { startHost } from '../support/host.js';
-import { writePairing } from '../support/pairing.js';
+import { GATEWAY_ID, INSTALLATION_ID, writePairing } from '../support/pairing.js';
+import { sealAnswer } from '../../src/crypto/e2e-answer.js';
+import { deriveE2eKeys } from '../../src/crypto/e2e-keys.js';
 
 /**
  * A fake Hermes API server (spec/hermes/SURFACES.md §1): bearer key, POST /v1/runs/{id}/approval
@@ -154,5 +156,152 @@ describe('answering approval cards from the phone', () => {
     expect(await client.answerApproval('gone', 'once', undefined)).toBe('run_not_found');
     const down = hermesApiClient({ url: 'http://127.0.0.1:9', key: 'k', timeoutMs: 2000 });
     expect(await down.answerApproval('r', 'once', 'req-1')).toBe('unreachable');
+  });
+});
+
+/** The card's relay decision id, once the approval event has reached the relay. */
+async function parkedDecision(sessionKey: string): Promise<string> {
+  for (let i = 0; i < 300; i++) {
+    for (const event of relay.events) {
+      const body = event.body as {
+        decision?: { session_key?: string; request_id?: string };
+        clarify?: { request_id?: string };
+        e2e?: unknown;
+      };
+      if (body.decision?.session_key === sessionKey && body.decision.request_id) return body.decision.request_id;
+      if (body.e2e && body.clarify?.request_id) return body.clarify.request_id;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`no approval card parked for ${sessionKey}`);
+}
+
+async function eventually<T>(what: string, probe: () => T | undefined | false): Promise<T> {
+  for (let i = 0; i < 500; i++) {
+    const value = probe();
+    if (value) return value;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('approval cards answered through the relay', () => {
+  it('the phone answer polled from the relay reaches the Hermes API server run; the host route then hears 409', async () => {
+    hermes.waiting.add('run_r1');
+    const h = await host();
+    await callHook(h.url, h.hookToken, approvalHook('agent:main:r1', 'run_r1'));
+    const id = await parkedDecision('agent:main:r1');
+    expect(id).toMatch(/^conduit-approval-[A-Za-z0-9_-]+$/);
+    relay.answer(id, 'once');
+    await eventually('the approval in Hermes', () => hermes.approvals.length === 1);
+    expect(hermes.approvals[0]).toMatchObject({ runId: 'run_r1', body: { choice: 'once' } });
+    const late = await h.client.POST('/api/plugins/conduit_push/approvals/respond', {
+      body: { session_key: 'agent:main:r1', choice: 'deny' },
+    });
+    expect([late.response.status, late.error]).toEqual([409, { error: 'already_answered' }]);
+    expect(hermes.approvals).toHaveLength(1);
+    await h.app.close();
+  });
+
+  it('Hermes aliases map to once; an answer that is no choice never reaches Hermes', async () => {
+    hermes.waiting.add('run_a');
+    hermes.waiting.add('run_b');
+    const h = await host();
+    await callHook(h.url, h.hookToken, approvalHook('ka', 'run_a'));
+    relay.answer(await parkedDecision('ka'), 'Approve');
+    await eventually('the aliased approval', () => hermes.approvals.length === 1);
+    expect(hermes.approvals[0]).toMatchObject({ runId: 'run_a', body: { choice: 'once' } });
+    await callHook(h.url, h.hookToken, {
+      ...approvalHook('kb', 'run_b'),
+      extra: { ...approvalHook('kb').extra, turn_id: 't2', run_id: 'run_b' },
+    });
+    relay.answer(await parkedDecision('kb'), 'sure, why not');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(hermes.approvals).toHaveLength(1);
+    // Still waiting: the host route can answer it.
+    const routed = await h.client.POST('/api/plugins/conduit_push/approvals/respond', {
+      body: { session_key: 'kb', choice: 'deny' },
+    });
+    expect(routed.data).toEqual({ ok: true, choice: 'deny', run_id: 'run_b' });
+    await h.app.close();
+  });
+
+  it('a native answer first releases the parked decision, and Hermes hears nothing from the phone', async () => {
+    hermes.waiting.add('run_n');
+    const h = await host();
+    await callHook(h.url, h.hookToken, approvalHook('kn', 'run_n'));
+    const id = await parkedDecision('kn');
+    await callHook(h.url, h.hookToken, {
+      hook_event_name: 'post_approval_response',
+      session_id: 's1',
+      profile: 'default',
+      extra: { session_key: 'kn', choice: 'once' },
+    });
+    await eventually('the release', () => relay.released.includes(id));
+    expect(hermes.approvals).toEqual([]);
+    await h.app.close();
+  });
+
+  it('an answer through the host route releases the parked card too', async () => {
+    hermes.waiting.add('run_h');
+    const h = await host();
+    await callHook(h.url, h.hookToken, approvalHook('kh', 'run_h'));
+    const id = await parkedDecision('kh');
+    const routed = await h.client.POST('/api/plugins/conduit_push/approvals/respond', {
+      body: { session_key: 'kh', choice: 'session' },
+    });
+    expect(routed.data).toEqual({ ok: true, choice: 'session', run_id: 'run_h' });
+    await eventually('the release', () => relay.released.includes(id));
+    await h.app.close();
+  });
+
+  it('a card the phone cannot show (deliverable false) is released at once; shutdown releases the rest', async () => {
+    relay.deliverable = false;
+    const h = await host();
+    await callHook(h.url, h.hookToken, approvalHook('ku', 'run_u'));
+    const undeliverable = await parkedDecision('ku');
+    await eventually('the release', () => relay.released.includes(undeliverable));
+    relay.deliverable = true;
+    await callHook(h.url, h.hookToken, {
+      ...approvalHook('ks'),
+      extra: { ...approvalHook('ks').extra, turn_id: 't3' },
+    });
+    const parked = await parkedDecision('ks');
+    await h.app.close();
+    expect(relay.released).toContain(parked);
+  });
+
+  it('with E2E on, the card is parked through the sealed envelope and only a sealed answer is taken', async () => {
+    const secret = Buffer.alloc(32, 7);
+    const kid = 'ab12cd34'.repeat(4);
+    writePairing(home.root, relay.url, {
+      e2e: { kid, secret: secret.toString('base64url'), created_at: '2026-11-29T10:00:00Z' },
+    });
+    hermes.waiting.add('run_e1');
+    hermes.waiting.add('run_e2');
+    const h = await host();
+    await callHook(h.url, h.hookToken, approvalHook('ke1', 'run_e1'));
+    const first = await parkedDecision('ke1');
+    const sealed = relay.events.at(-1)?.body as { e2e: { req: string }; clarify: unknown; decision?: unknown };
+    expect(sealed.e2e.req).toBe(first);
+    expect(sealed.clarify).toEqual({ request_id: first, qids: [], card: true });
+    expect(sealed.decision).toBeUndefined();
+    relay.answer(first, 'once'); // plaintext: refused on an encrypted pairing
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(hermes.approvals).toEqual([]);
+
+    const events = relay.events.length;
+    await callHook(h.url, h.hookToken, {
+      ...approvalHook('ke2'),
+      extra: { ...approvalHook('ke2').extra, turn_id: 't4', run_id: 'run_e2' },
+    });
+    await eventually('the second card', () => relay.events.length > events);
+    const second = (relay.events.at(-1)?.body as { clarify: { request_id: string } }).clarify.request_id;
+    const keys = deriveE2eKeys(kid, new Uint8Array(secret));
+    const binding = { installationId: INSTALLATION_ID, gatewayId: GATEWAY_ID, requestId: second, questionId: '' };
+    relay.answer(second, sealAnswer('deny', keys, binding, new Uint8Array(12).fill(3)));
+    await eventually('the sealed approval in Hermes', () => hermes.approvals.length === 1);
+    expect(hermes.approvals[0]).toMatchObject({ runId: 'run_e2', body: { choice: 'deny' } });
+    await h.app.close();
   });
 });

@@ -26,7 +26,14 @@ function harness(options: { titles?: Record<string, string>; muted?: string[]; s
     isCronMuted: async (_p, job) => (options.muted ?? []).includes(job),
     isReplySourceOn: async (_p, source) => !(options.sourcesOff ?? []).includes(source),
     sessionTitle: async (_p, sid) => options.titles?.[sid] ?? null,
-    approvals: { raised: (_p, payload) => approvals.push(String(payload.extra?.session_key)), answered: () => {} },
+    approvals: {
+      // Delivery of an approval belongs to the approval cards; here it is recorded like any event.
+      raised: (_p, payload, event) => {
+        approvals.push(String(payload.extra?.session_key ?? ''));
+        sent.push(event);
+      },
+      answered: () => {},
+    },
     clarify: { ask: async () => null, settledNatively: () => {} },
   });
   const hook = (name: string, fields: Record<string, unknown> = {}, top: Record<string, unknown> = {}) =>
@@ -224,6 +231,7 @@ describe('approvals', () => {
     expect(h.sent[1]).toMatchObject({ body: 'Hermes is waiting for your approval.' });
     expect(h.sent[1]?.decision).toBeUndefined();
     expect(h.approvals).toEqual(['agent:main:s1', 'k2']);
+    expect(h.sent).toHaveLength(2);
   });
 });
 

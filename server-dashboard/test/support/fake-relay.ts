@@ -77,9 +77,13 @@ export class FakeRelay {
       this.seen.add(id);
       const decision = body.decision as
         { kind?: string; request_id?: string; questions?: { qid: string }[] } | undefined;
-      if (decision?.kind === 'clarify' && decision.request_id) {
-        this.decisions.set(decision.request_id, {
-          questions: decision.questions?.map((q) => q.qid) ?? [],
+      // A clarify card, or an approval card that names a request id (our relay's extension), is parked;
+      // a sealed event parks through its `clarify` descriptor.
+      const sealed = body.clarify as { request_id?: string; qids?: string[] } | undefined;
+      const parkId = decision?.request_id ?? (body.e2e ? sealed?.request_id : undefined);
+      if (parkId) {
+        this.decisions.set(parkId, {
+          questions: decision?.questions?.map((q) => q.qid) ?? sealed?.qids ?? [],
           answers: {},
           released: false,
           deliverable: this.deliverable,
