@@ -63,7 +63,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Deliver a host event */
+        /**
+         * Deliver a host event
+         * @description phone.changes: mode alert is a notification (sealed like any other when e2e is set); mode background is a silent push (apns-push-type background, priority 5) carrying only opaque routing fields. location.request: an Apple location push (topic <APNS_TOPIC>.location-query) carrying only the sealed envelope.
+         */
         post: operations["postEvent"];
         delete?: never;
         options?: never;
@@ -824,6 +827,7 @@ export interface operations {
                     decision?: {
                         [key: string]: unknown;
                     };
+                    /** @description Sealed event; required for location.request (400 invalid_e2e without it). */
                     e2e?: {
                         ct: string;
                         /** @description UNIX seconds within [now−25 h, now+2 h]. */
@@ -840,13 +844,18 @@ export interface operations {
                     };
                     event_id: string;
                     gateway?: string;
+                    /**
+                     * @description phone.changes only (ignored on other types): alert (default) or background. Any other value: 400 invalid_mode.
+                     * @enum {string}
+                     */
+                    mode?: "alert" | "background";
                     plugin_capabilities?: string[];
                     plugin_version?: string;
                     profile?: string;
                     session_id?: string;
                     title?: string;
                     /** @enum {string} */
-                    type: "approval.needed" | "input.needed" | "response.ready" | "turn.failed" | "background_task.finished" | "call.requested" | "plugin.hello";
+                    type: "approval.needed" | "input.needed" | "response.ready" | "turn.failed" | "background_task.finished" | "call.requested" | "plugin.hello" | "phone.changes" | "location.request";
                 };
             };
         };
@@ -888,7 +897,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "invalid_json" | "invalid_event_type" | "invalid_event_id" | "invalid_e2e";
+                        error: "invalid_json" | "invalid_event_type" | "invalid_event_id" | "invalid_e2e" | "invalid_mode";
                     };
                 };
             };

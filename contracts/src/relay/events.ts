@@ -14,8 +14,11 @@ const e2eEnvelope = z.object({
   ct: z.string().regex(/^[A-Za-z0-9_-]{22,2600}$/),
 });
 
-/** Route 10: a host event to push (or a plugin.hello that only records the plugin version). */
-/** The event types a host may post (API.md §1.1), in the reference's order. */
+/**
+ * The event types a host may post: the reference's (API.md §1.1, in its order), then the two this
+ * relay adds from the seed: `phone.changes` (a nudge to pick up pending phone changes) and
+ * `location.request` (an on-demand location push, sealed only).
+ */
 export const RELAY_EVENT_TYPES = [
   'approval.needed',
   'input.needed',
@@ -24,14 +27,29 @@ export const RELAY_EVENT_TYPES = [
   'background_task.finished',
   'call.requested',
   'plugin.hello',
+  'phone.changes',
+  'location.request',
 ] as const;
 export type RelayEventType = (typeof RELAY_EVENT_TYPES)[number];
 
+/**
+ * How a `phone.changes` event reaches the phone: `alert`, a visible notification for a change the
+ * user approves (the default when `mode` is absent); `background`, a silent content-available push
+ * for an add the user lets Hermes make without asking.
+ */
+export const PHONE_CHANGES_MODES = ['alert', 'background'] as const;
+export type PhoneChangesMode = (typeof PHONE_CHANGES_MODES)[number];
+
+/** Route 10: a host event to push (or a plugin.hello that only records the plugin version). */
 export const postEvent = defineRoute({
   method: 'POST',
   path: '/v1/events',
   operationId: 'postEvent',
   summary: 'Deliver a host event',
+  description:
+    'phone.changes: mode alert is a notification (sealed like any other when e2e is set); mode background is a ' +
+    'silent push (apns-push-type background, priority 5) carrying only opaque routing fields. location.request: an ' +
+    'Apple location push (topic <APNS_TOPIC>.location-query) carrying only the sealed envelope.',
   tags: ['events'],
   auth: 'gateway',
   bodyContentType: JSON_BODY,
@@ -47,7 +65,13 @@ export const postEvent = defineRoute({
     plugin_capabilities: z.array(z.string()).optional(),
     decision: z.record(z.string(), z.unknown()).optional(),
     call: z.record(z.string(), z.unknown()).optional(),
-    e2e: e2eEnvelope.optional(),
+    mode: z
+      .enum(PHONE_CHANGES_MODES)
+      .optional()
+      .describe(
+        'phone.changes only (ignored on other types): alert (default) or background. Any other value: 400 invalid_mode.',
+      ),
+    e2e: e2eEnvelope.optional().describe('Sealed event; required for location.request (400 invalid_e2e without it).'),
     clarify: z
       .object({ request_id: z.string(), qids: z.array(z.string()).optional(), card: z.boolean().optional() })
       .optional(),
@@ -63,7 +87,7 @@ export const postEvent = defineRoute({
     },
     400: {
       description: 'Invalid event.',
-      schema: errorOf(['invalid_json', 'invalid_event_type', 'invalid_event_id', 'invalid_e2e']),
+      schema: errorOf(['invalid_json', 'invalid_event_type', 'invalid_event_id', 'invalid_e2e', 'invalid_mode']),
     },
     401: unauthorized,
     413: tooLarge,

@@ -68,6 +68,7 @@ function captured(notification: ApnsNotification): Record<string, unknown> {
   if (notification.pushType !== undefined) out.pushType = notification.pushType;
   if (notification.topic !== undefined) out.topic = notification.topic;
   if (notification.expiration !== undefined) out.expiration = notification.expiration;
+  if (notification.priority !== undefined) out.priority = notification.priority;
   return out;
 }
 

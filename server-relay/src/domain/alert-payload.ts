@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { FIXED_LIMITS } from '../limits.js';
 import type { ApnsNotification } from '../apns/types.js';
-import type { EventType, PlainEvent, SealedEvent } from './events.js';
+import type { EventType, PlainEvent, RelayEvent, SealedEvent } from './events.js';
 import type { Preferences } from './preferences.js';
 
 /**
@@ -9,18 +9,24 @@ import type { Preferences } from './preferences.js';
  * notification, so tests assert whole payloads.
  */
 
+/** The event types that can become a visible alert (plugin.hello never notifies; location.request is a location push). */
+export type AlertEventType = Exclude<EventType, 'plugin.hello' | 'location.request'>;
+
 /** Copy shown when previews are off (the default) or the event is sealed. */
-export const GENERIC_COPY: Record<Exclude<EventType, 'plugin.hello'>, { title: string; body: string }> = {
+export const GENERIC_COPY: Record<AlertEventType, { title: string; body: string }> = {
   'approval.needed': { title: 'Approval needed', body: 'Hermes is waiting for your approval.' },
   'input.needed': { title: 'Input needed', body: 'Hermes needs your input.' },
   'response.ready': { title: 'Response ready', body: 'Hermes finished a response.' },
   'turn.failed': { title: 'Turn failed', body: 'Hermes could not finish a turn.' },
   'background_task.finished': { title: 'Background task finished', body: 'A background task finished.' },
   'call.requested': { title: 'Hermes wants to talk', body: 'Tap to talk to Hermes.' },
+  // Says nothing about the change itself: it comes from the host once the phone opens it.
+  'phone.changes': { title: 'Change to review', body: 'Hermes has a change for you to approve.' },
 };
 
 const COMPLETION_TYPES = new Set<string>(['response.ready', 'background_task.finished']);
-const ATTENTION_TYPES = new Set<string>(['approval.needed', 'input.needed', 'call.requested']);
+/** Types that wait on the user; a phone.changes alert asks for an approval too. */
+const ATTENTION_TYPES = new Set<string>(['approval.needed', 'input.needed', 'call.requested', 'phone.changes']);
 
 /** The authenticated gateway an event came from; routing ids come only from here, never the body. */
 export interface GatewayScope {
@@ -57,14 +63,14 @@ export function contextLine(profile: string | undefined, sessionId: string | und
 }
 
 function genericCopy(type: EventType): { title: string; body: string } {
-  return type === 'plugin.hello' ? { title: 'Hermes', body: '' } : GENERIC_COPY[type];
+  return type === 'plugin.hello' || type === 'location.request' ? { title: 'Hermes', body: '' } : GENERIC_COPY[type];
 }
 
 function byteLength(payload: unknown): number {
   return Buffer.byteLength(JSON.stringify(payload));
 }
 
-function scopedRouting(scope: GatewayScope): Record<string, string> {
+export function scopedRouting(scope: GatewayScope): Record<string, string> {
   const out: Record<string, string> = { gateway_id: scope.gatewayId };
   if (scope.dashboardId) out.dashboard_id = scope.dashboardId;
   return out;
@@ -77,6 +83,7 @@ export function plainAlert(event: PlainEvent, preferences: Preferences, scope: G
     : { title: generic.title, body: generic.body + contextLine(event.profile, event.sessionId) };
   const routing: Record<string, unknown> = {
     type: event.type,
+    ...modeOf(event),
     session_id: event.sessionId,
     profile: event.profile,
     gateway: event.gateway,
@@ -120,8 +127,13 @@ function visibleCall(call: NonNullable<PlainEvent['call']>, preferences: Prefere
   return out;
 }
 
+/** `{mode}` for phone.changes, so the app tells a change to approve from one already allowed. */
+export function modeOf(event: RelayEvent): { mode?: string } {
+  return event.mode ? { mode: event.mode } : {};
+}
+
 export function sealedRouting(event: SealedEvent, scope: GatewayScope): Record<string, unknown> {
-  return { type: event.type, e2e: 1, ...scopedRouting(scope) };
+  return { type: event.type, ...modeOf(event), e2e: 1, ...scopedRouting(scope) };
 }
 
 export function sealedAlert(event: SealedEvent, preferences: Preferences, scope: GatewayScope): AlertPush {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { bindRoute } from '@conduit/contracts/server';
 import { getMeta } from '@conduit/contracts/relay/index';
+import { EVENT_CAPABILITIES } from '../domain/events.js';
 import { FIXED_LIMITS } from '../limits.js';
 import { authenticateDevice, ipOf, limit, type RelayContext } from '../relay-context.js';
 
@@ -15,6 +16,7 @@ export const CORE_CAPABILITIES = [
   'calls',
   'voip-calls',
   'watch-calls',
+  ...EVENT_CAPABILITIES,
 ];
 
 export function metaRoutes(app: FastifyInstance, context: RelayContext, capabilities: readonly string[]): void {

@@ -32,7 +32,13 @@ beforeAll(async () => {
     publicKey: key.publicPem,
     keyId: KEY_ID,
     teamId: TEAM_ID,
-    allowedTopics: [TOPIC, `${TOPIC}.voip`, `${TOPIC}.push-type.liveactivity`, `${TOPIC}.watchkitapp.voip`],
+    allowedTopics: [
+      TOPIC,
+      `${TOPIC}.voip`,
+      `${TOPIC}.push-type.liveactivity`,
+      `${TOPIC}.watchkitapp.voip`,
+      `${TOPIC}.location-query`,
+    ],
     now: () => clockMs,
   });
 });
@@ -99,6 +105,30 @@ describe('Http2ApnsSender against the APNs simulator', () => {
     });
     expect(simulator.requests.map((r) => r.headers['apns-priority'])).toEqual(['5', '5']);
     expect(simulator.requests.map((r) => r.answer)).toEqual([200, 200]);
+  });
+
+  it('sends a location push to <topic>.location-query at priority 10; APNs refuses it on the app topic', async () => {
+    const s = sender();
+    const expiration = Math.floor(clockMs / 1000) + 300;
+    const location = { payload: { aps: {}, conduit_e2e: { v: 1 } }, pushType: 'location' as const, expiration };
+    expect(await s.send(TOKEN, { ...location, topic: `${TOPIC}.location-query` })).toEqual({ ok: true, status: 200 });
+    expect(simulator.requests[0]?.headers).toMatchObject({
+      'apns-push-type': 'location',
+      'apns-topic': `${TOPIC}.location-query`,
+      'apns-priority': '10',
+      'apns-expiration': String(expiration),
+    });
+    expect(await s.send(TOKEN, location)).toEqual({ ok: false, status: 400, reason: 'DeviceTokenNotForTopic' });
+  });
+
+  it('APNs refuses a background push sent at priority 10 (BadPriority)', async () => {
+    const s = sender();
+    const result = await s.send(TOKEN, {
+      payload: { aps: { 'content-available': 1 } },
+      pushType: 'background',
+      priority: 10,
+    });
+    expect(result).toEqual({ ok: false, status: 400, reason: 'BadPriority' });
   });
 
   it('reuses the provider token for 50 minutes, then signs a new one', async () => {

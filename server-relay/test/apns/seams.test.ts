@@ -13,6 +13,14 @@ writeFileSync(keyPath, key.privatePem, { mode: 0o600 });
 const alert = { payload: { aps: { alert: { title: 't', body: 'b' } } }, collapseId: 'c1', threadId: 't1' };
 const voip = { payload: { aps: {} }, pushType: 'voip' as const, topic: `${TOPIC}.voip`, expiration: 1_800_000_000 };
 
+/** The capture file's JSON lines, parsed. */
+function capturedLines(path: string): unknown[] {
+  return readFileSync(path, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line) as unknown);
+}
+
 describe('APNS_MODE seams', () => {
   it('accept answers 200, reject answers 403 InvalidProviderToken, throw rejects', async () => {
     const accept = createApnsSender(apnsOptionsFromEnv({ APNS_TOPIC: TOPIC, APNS_MODE: 'accept' }));
@@ -30,10 +38,7 @@ describe('APNS_MODE seams', () => {
     expect(await sender.send(TOKEN, alert)).toEqual({ ok: true, status: 200 });
     expect(await sender.send(TOKEN, voip)).toEqual({ ok: true, status: 200 });
     await sender.close();
-    const lines = readFileSync(path, 'utf8')
-      .trimEnd()
-      .split('\n')
-      .map((l) => JSON.parse(l) as unknown);
+    const lines = capturedLines(path);
     expect(lines).toEqual([
       { deviceToken: TOKEN, notification: { payload: alert.payload, collapseId: 'c1', threadId: 't1' } },
       {
@@ -42,6 +47,32 @@ describe('APNS_MODE seams', () => {
       },
     ]);
     expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
+  it('captures the push type, topic, priority and expiration of background and location sends', async () => {
+    const path = join(dir, 'new-types.jsonl');
+    const sender = createApnsSender(apnsOptionsFromEnv({ APNS_TOPIC: TOPIC, APNS_CAPTURE_PATH: path }));
+    const background = {
+      payload: { aps: { 'content-available': 1 } },
+      pushType: 'background' as const,
+      priority: 5 as const,
+      expiration: 1_800_000_000,
+    };
+    const location = {
+      payload: { aps: {}, conduit_e2e: { v: 1 } },
+      pushType: 'location' as const,
+      topic: `${TOPIC}.location-query`,
+      priority: 10 as const,
+      expiration: 1_800_000_300,
+    };
+    await sender.send(TOKEN, background);
+    await sender.send(TOKEN, location);
+    await sender.close();
+    const lines = capturedLines(path);
+    expect(lines).toEqual([
+      { deviceToken: TOKEN, notification: background },
+      { deviceToken: TOKEN, notification: location },
+    ]);
   });
 
   it('concurrent sends are captured once each, in call order, and each send waits for its own line', async () => {

@@ -1,0 +1,318 @@
+/**
+ * phone.changes nudges and location.request pushes (POST /v1/events) through the generated client,
+ * against a real relay process in capture mode: what reaches APNs (payload, push type, topic,
+ * priority, expiration), the idempotency of event ids, the preference gate, bad input, and the
+ * capability names in /v1/meta. The headers on the HTTP/2 wire are pinned against the APNs simulator
+ * in test/apns/new-push-types.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  eventId,
+  pairHost,
+  registerPhone,
+  ROOMY_BUDGETS,
+  startRelay,
+  TOPIC,
+  type CapturedPush,
+  type Host,
+  type Phone,
+  type Relay,
+} from './conformance/relay.js';
+import { sealedEnvelope as envelope, type EventBody } from './support/sealed-event.js';
+
+let relay: Relay;
+
+beforeAll(async () => {
+  relay = await startRelay(ROOMY_BUDGETS);
+}, 60_000);
+afterAll(() => relay?.stop());
+
+type Captured = CapturedPush & { notification: CapturedPush['notification'] & { priority?: number } };
+
+async function pair(preferences: Record<string, boolean> = {}): Promise<{ phone: Phone; host: Host }> {
+  const phone = await registerPhone(relay, { preferences });
+  return { phone, host: await pairHost(relay, phone) };
+}
+
+async function post(host: Host, body: EventBody) {
+  return relay.client.POST('/v1/events', { headers: { authorization: host.auth }, body });
+}
+
+/** Runs `act` and returns the pushes it caused. */
+async function pushesDuring(act: () => Promise<unknown>): Promise<Captured[]> {
+  const before = relay.captures().length;
+  await act();
+  return relay.captures().slice(before) as Captured[];
+}
+
+describe('phone.changes in alert mode', () => {
+  it('a plaintext nudge is a generic alert with the attention sound, mode alert in the routing stub', async () => {
+    const { phone, host } = await pair();
+    let reply: Awaited<ReturnType<typeof post>> | undefined;
+    const pushes = await pushesDuring(async () => {
+      reply = await post(host, {
+        type: 'phone.changes',
+        event_id: eventId(),
+        mode: 'alert',
+        title: 'Add “Dentist” on Friday',
+        body: 'Calendar: Personal',
+        profile: 'work',
+        session_id: 'session-0123456789',
+      });
+    });
+    expect(reply?.response.status).toBe(202);
+    expect(reply?.data).toEqual({ accepted: true, delivered: true });
+    expect(pushes).toHaveLength(1);
+    const [push] = pushes as [Captured];
+    expect(push.deviceToken).toBe(phone.token);
+    // Alerts keep the default push type and topic (apns-push-type alert, priority 10, APNS_TOPIC).
+    expect(push.notification.pushType).toBe('alert');
+    expect(push.notification.topic).toBeUndefined();
+    expect(push.notification.priority).toBeUndefined();
+    const routing = {
+      type: 'phone.changes',
+      mode: 'alert',
+      session_id: 'session-0123456789',
+      profile: 'work',
+      gateway_id: host.gatewayId,
+    };
+    expect(push.notification.payload).toEqual({
+      aps: {
+        alert: {
+          title: 'Change to review',
+          body: 'Hermes has a change for you to approve.\nProfile: work · Session: …23456789',
+        },
+        sound: 'default',
+        'thread-id': push.notification.threadId,
+      },
+      body: { conduit: routing },
+      conduit: routing,
+    });
+    // Previews off (the default): nothing of the change's text reaches APNs.
+    expect(JSON.stringify(push)).not.toContain('Dentist');
+  });
+
+  it('without a mode the nudge is an alert; with show_previews the host’s title and body are shown', async () => {
+    const { host } = await pair({ show_previews: true, attention_sound: false });
+    const pushes = await pushesDuring(() =>
+      post(host, { type: 'phone.changes', event_id: eventId(), title: 'Add “Dentist”', body: 'Friday 9:00' }),
+    );
+    const aps = pushes[0]?.notification.payload.aps as Record<string, unknown>;
+    expect(aps.alert).toEqual({ title: 'Add “Dentist”', body: 'Friday 9:00' });
+    expect(aps).not.toHaveProperty('sound');
+    expect(pushes[0]?.notification.payload.conduit).toMatchObject({ type: 'phone.changes', mode: 'alert' });
+  });
+
+  it('a sealed nudge carries generic copy, mutable-content and the envelope verbatim; plaintext beside it is ignored', async () => {
+    const { host } = await pair({ show_previews: true });
+    const id = eventId();
+    const e2e = envelope(id);
+    let reply: Awaited<ReturnType<typeof post>> | undefined;
+    const pushes = await pushesDuring(async () => {
+      reply = await post(host, { type: 'phone.changes', event_id: id, mode: 'alert', title: 'secret title', e2e });
+    });
+    expect(reply?.response.status).toBe(202);
+    const routing = { type: 'phone.changes', mode: 'alert', e2e: 1, gateway_id: host.gatewayId };
+    const payload = pushes[0]?.notification.payload;
+    expect(payload).toEqual({
+      aps: {
+        alert: { title: 'Change to review', body: 'Hermes has a change for you to approve.' },
+        'mutable-content': 1,
+        sound: 'default',
+        'thread-id': pushes[0]?.notification.threadId,
+      },
+      body: { conduit: routing },
+      conduit: routing,
+      conduit_e2e: e2e,
+    });
+    expect(JSON.stringify(payload)).not.toContain('secret title');
+  });
+});
+
+describe('phone.changes in background mode', () => {
+  it('a plaintext nudge is a silent push: content-available, priority 5, only opaque routing ids', async () => {
+    const { phone, host } = await pair({ show_previews: true });
+    const sentAt = Math.floor(Date.now() / 1000);
+    let reply: Awaited<ReturnType<typeof post>> | undefined;
+    const pushes = await pushesDuring(async () => {
+      reply = await post(host, {
+        type: 'phone.changes',
+        event_id: eventId(),
+        mode: 'background',
+        title: 'Add “Gym”',
+        body: 'Tuesday',
+        profile: 'home',
+        session_id: 'session-abcdef',
+      });
+    });
+    expect(reply?.data).toEqual({ accepted: true, delivered: true });
+    expect(pushes).toHaveLength(1);
+    const push = pushes[0] as Captured;
+    expect(push.deviceToken).toBe(phone.token);
+    expect(push.notification.payload).toEqual({
+      aps: { 'content-available': 1 },
+      conduit: { type: 'phone.changes', mode: 'background', gateway_id: host.gatewayId },
+    });
+    expect(push.notification.pushType).toBe('background');
+    expect(push.notification.priority).toBe(5);
+    expect(push.notification.topic).toBeUndefined();
+    expect(push.notification.collapseId).toBeUndefined();
+    expect(push.notification.expiration).toBeGreaterThanOrEqual(sentAt + 86_400);
+    expect(push.notification.expiration).toBeLessThanOrEqual(sentAt + 86_400 + 120);
+    // Even with previews on, a silent push carries no text, profile or session.
+    expect(JSON.stringify(push)).not.toMatch(/Gym|Tuesday|home|session-abcdef/);
+  });
+
+  it('a sealed nudge adds only e2e:1 and the envelope', async () => {
+    const { host } = await pair();
+    const id = eventId();
+    const e2e = envelope(id);
+    const pushes = await pushesDuring(() =>
+      post(host, { type: 'phone.changes', event_id: id, mode: 'background', e2e }),
+    );
+    expect(pushes[0]?.notification.payload).toEqual({
+      aps: { 'content-available': 1 },
+      conduit: { type: 'phone.changes', mode: 'background', e2e: 1, gateway_id: host.gatewayId },
+      conduit_e2e: e2e,
+    });
+    expect(pushes[0]?.notification.pushType).toBe('background');
+  });
+
+  it('follows the enabled switch in both modes: enabled false answers delivered:false and pushes nothing', async () => {
+    const { host } = await pair({ enabled: false });
+    const pushes = await pushesDuring(async () => {
+      for (const mode of ['alert', 'background'] as const) {
+        const reply = await post(host, { type: 'phone.changes', event_id: eventId(), mode });
+        expect(reply.response.status).toBe(202);
+        expect(reply.data).toEqual({ accepted: true, delivered: false });
+      }
+    });
+    expect(pushes).toEqual([]);
+  });
+});
+
+describe('location.request', () => {
+  it('is an Apple location push to <APNS_TOPIC>.location-query carrying only the sealed envelope', async () => {
+    const { phone, host } = await pair({ show_previews: true });
+    const id = eventId('locate');
+    const e2e = envelope(id);
+    const sentAt = Math.floor(Date.now() / 1000);
+    let reply: Awaited<ReturnType<typeof post>> | undefined;
+    const pushes = await pushesDuring(async () => {
+      reply = await post(host, { type: 'location.request', event_id: id, e2e, title: 'ignored', profile: 'p' });
+    });
+    expect(reply?.response.status).toBe(202);
+    expect(reply?.data).toEqual({ accepted: true, delivered: true });
+    expect(pushes).toHaveLength(1);
+    const push = pushes[0] as Captured;
+    expect(push.deviceToken).toBe(phone.token);
+    expect(push.notification.pushType).toBe('location');
+    expect(push.notification.topic).toBe(`${TOPIC}.location-query`);
+    expect(push.notification.priority).toBe(10);
+    expect(push.notification.expiration).toBeGreaterThanOrEqual(sentAt + 300);
+    expect(push.notification.expiration).toBeLessThanOrEqual(sentAt + 300 + 120);
+    expect(push.notification.payload).toEqual({
+      aps: {},
+      conduit: { type: 'location.request', e2e: 1, gateway_id: host.gatewayId },
+      conduit_e2e: e2e,
+    });
+  });
+
+  it('is not gated by notification preferences (the phone’s location sharing decides)', async () => {
+    const { host } = await pair({ enabled: false });
+    const id = eventId('locate');
+    const pushes = await pushesDuring(() => post(host, { type: 'location.request', event_id: id, e2e: envelope(id) }));
+    expect(pushes.map((push) => push.notification.pushType)).toEqual(['location']);
+  });
+
+  it('a plaintext request is 400 invalid_e2e, pushes nothing and does not consume the event id', async () => {
+    const { host } = await pair();
+    const id = eventId('locate');
+    const pushes = await pushesDuring(async () => {
+      const plain = await post(host, { type: 'location.request', event_id: id, title: 'where are you?' });
+      expect(plain.response.status).toBe(400);
+      expect(plain.error).toEqual({ error: 'invalid_e2e' });
+      const broken = await relay.call('POST', '/v1/events', {
+        auth: host.auth,
+        body: { type: 'location.request', event_id: id, e2e: { ...envelope(id), msg: 'another-event-id' } },
+      });
+      expect(broken.status).toBe(400);
+      expect(broken.json).toEqual({ error: 'invalid_e2e' });
+    });
+    expect(pushes).toEqual([]);
+    const sealed = await post(host, { type: 'location.request', event_id: id, e2e: envelope(id) });
+    expect(sealed.data).toEqual({ accepted: true, delivered: true });
+  });
+});
+
+describe('idempotency and bad input', () => {
+  it.each([
+    ['phone.changes alert', { type: 'phone.changes' as const, mode: 'alert' as const }],
+    ['phone.changes background', { type: 'phone.changes' as const, mode: 'background' as const }],
+    ['location.request', { type: 'location.request' as const }],
+  ])('a repeated %s event id is 200 duplicate and pushes once', async (_name, fields) => {
+    const { host } = await pair();
+    const id = eventId('dup');
+    const body = { ...fields, event_id: id, e2e: envelope(id) };
+    const pushes = await pushesDuring(async () => {
+      expect((await post(host, body)).response.status).toBe(202);
+      const again = await post(host, body);
+      expect(again.response.status).toBe(200);
+      expect(again.data).toEqual({ accepted: true, duplicate: true });
+    });
+    expect(pushes).toHaveLength(1);
+  });
+
+  it.each([['silent'], ['ALERT'], [5], [true], [{}], [['alert']], ['']])(
+    'mode %j on phone.changes is 400 invalid_mode and nothing is pushed or consumed',
+    async (mode) => {
+      const { host } = await pair();
+      const id = eventId('mode');
+      const pushes = await pushesDuring(async () => {
+        const reply = await relay.call('POST', '/v1/events', {
+          auth: host.auth,
+          body: { type: 'phone.changes', event_id: id, mode },
+        });
+        expect(reply.status).toBe(400);
+        expect(reply.json).toEqual({ error: 'invalid_mode' });
+      });
+      expect(pushes).toEqual([]);
+      // The id was not consumed: the corrected event goes through.
+      expect((await post(host, { type: 'phone.changes', event_id: id, mode: 'background' })).response.status).toBe(202);
+    },
+  );
+
+  it('mode is ignored on other event types (unknown fields are dropped)', async () => {
+    const { host } = await pair();
+    const reply = await relay.call('POST', '/v1/events', {
+      auth: host.auth,
+      body: { type: 'response.ready', event_id: eventId(), mode: 'nonsense' },
+    });
+    expect(reply.status).toBe(202);
+  });
+
+  it('the event checks run in order: a bad event id comes before a bad mode', async () => {
+    const { host } = await pair();
+    const reply = await relay.call('POST', '/v1/events', {
+      auth: host.auth,
+      body: { type: 'phone.changes', event_id: 'short', mode: 'silent' },
+    });
+    expect(reply.json).toEqual({ error: 'invalid_event_id' });
+  });
+
+  it('a host without a credential is 401 for the new types too', async () => {
+    const reply = await relay.call('POST', '/v1/events', { body: { type: 'phone.changes', event_id: eventId() } });
+    expect(reply.status).toBe(401);
+  });
+});
+
+describe('GET /v1/meta', () => {
+  it('lists phone-changes-v1 and location-push-v1 beside the core capabilities', async () => {
+    const { phone } = await pair();
+    const meta = await relay.client.GET('/v1/meta', { headers: { authorization: phone.auth } });
+    expect(meta.response.status).toBe(200);
+    expect(meta.data?.capabilities).toEqual(
+      expect.arrayContaining(['decisions', 'e2e-v1', 'watch-calls', 'phone-changes-v1', 'location-push-v1']),
+    );
+  });
+});
