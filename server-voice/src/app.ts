@@ -7,7 +7,7 @@ import type { CallServices } from './calls/realtime-call.js';
 import type { VoiceConfig } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { SharedFrameClock, type FrameClock } from './media/frame-clock.js';
-import { warmUpWebrtc } from './media/warm-up.js';
+import { warmUpTurnPath, warmUpWebrtc } from './media/warm-up.js';
 import { providersFromConfig } from './pipeline/providers-from-config.js';
 import type { SpeechToText, TextToSpeech } from './providers/types.js';
 import { callRoutes } from './routes/calls.js';
@@ -55,7 +55,7 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
   await callRoutes(app, { config, registry, services, nowMs: overrides.nowMs ?? (() => Date.now()) });
   demoRoutes(app);
   app.addHook('onClose', async () => registry.closeAll('gateway shutting down'));
-  await warmUpWebrtc();
+  await Promise.all([warmUpWebrtc(), warmUpTurnPath()]);
   await app.ready();
   logger.info('gateway_ready', {
     agent: providers.agent.label,

@@ -38,6 +38,8 @@ interface Filter {
   taps: number;
   /** `phases[p][j]` multiplies input sample `iMax - j` for phase p. */
   phases: Float64Array[];
+  /** The same taps reversed, phase after phase (`taps` each): tap j multiplies input `iMax - taps + 1 + j`. */
+  forward: Float64Array;
   /** Centre of the prototype filter, in upsampled samples. */
   centre: number;
 }
@@ -67,7 +69,10 @@ function designFilter(inputRateHz: number, outputRateHz: number): Filter {
     // × up: zero-stuffing divides the signal's energy by `up`.
     (phases[n % up] as Float64Array)[Math.floor(n / up)] = sinc * window * up;
   }
-  const filter = { up, down, taps, phases, centre };
+  const forward = new Float64Array(up * taps);
+  for (let p = 0; p < up; p++)
+    for (let j = 0; j < taps; j++) forward[p * taps + j] = (phases[p] as Float64Array)[taps - 1 - j] as number;
+  const filter = { up, down, taps, phases, forward, centre };
   filterCache.set(key, filter);
   return filter;
 }
@@ -128,7 +133,7 @@ export class PcmResampler {
 
   private produce(availableInputs: number): Int16Array {
     const filter = this.filter as Filter;
-    const { up, down, taps, phases, centre } = filter;
+    const { up, down, taps, phases, forward, centre } = filter;
     const limit = Math.min(availableInputs, this.historyStart + this.history.length);
     // Output k needs input floor((k·down + centre) / up) < limit.
     let end = Math.max(this.outputCount, Math.ceil((limit * up - centre) / down));
@@ -136,16 +141,31 @@ export class PcmResampler {
     const pcm = new Int16Array(Math.max(0, end - this.outputCount));
     const history = this.history;
     const historyStart = this.historyStart;
+    // The hot loop walks history and taps forward with integer positions (this runs for every output sample of
+    // every reply and every upload, so it avoids divisions and bounds-varying loops where it can).
+    let position = this.outputCount * down + centre;
+    let newest = Math.floor(position / up);
+    let phase = position - newest * up;
     for (let n = 0; n < pcm.length; n++) {
-      const position = (this.outputCount + n) * down + centre;
-      const newest = Math.floor(position / up);
-      const coefficients = phases[position % up] as Float64Array;
-      // Before the stream began the input is silence: stop at the first missing sample.
-      const reach = Math.min(taps, newest - historyStart + 1);
+      const reach = newest - historyStart + 1;
       let sum = 0;
-      for (let j = 0, index = newest - historyStart; j < reach; j++, index--)
-        sum += (coefficients[j] as number) * (history[index] as number);
+      if (reach >= taps) {
+        const base = phase * taps;
+        const first = reach - taps;
+        for (let j = 0; j < taps; j++) sum += (forward[base + j] as number) * (history[first + j] as number);
+      } else {
+        // Before the stream began the input is silence: stop at the first missing sample.
+        const coefficients = phases[phase] as Float64Array;
+        for (let j = 0, index = reach - 1; j < reach; j++, index--)
+          sum += (coefficients[j] as number) * (history[index] as number);
+      }
       pcm[n] = sum > 32767 ? 32767 : sum < -32768 ? -32768 : Math.round(sum);
+      position += down;
+      phase += down;
+      while (phase >= up) {
+        phase -= up;
+        newest += 1;
+      }
     }
     this.outputCount = end > this.outputCount ? end : this.outputCount;
     // Keep only the inputs the next output can still reach.

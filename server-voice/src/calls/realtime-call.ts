@@ -9,7 +9,7 @@ import { CallPeer } from '../media/call-peer.js';
 import type { FrameClock } from '../media/frame-clock.js';
 import { OpusDecoder, OpusEncoder } from '../media/opus-codec.js';
 import { PacedOutput } from '../media/paced-output.js';
-import { TurnRunner } from '../pipeline/turn-runner.js';
+import { TurnRunner, type TurnStage } from '../pipeline/turn-runner.js';
 import { VoiceInput } from '../pipeline/voice-input.js';
 import { RealtimeProtocol, type Recipient } from '../protocol/realtime-protocol.js';
 import type { SpeechToText, TextToSpeech } from '../providers/types.js';
@@ -36,6 +36,8 @@ export interface CallSession {
   tools: SessionTool[];
   toolChoice: ToolChoice;
 }
+
+const TURN_STAGES: readonly TurnStage[] = ['agent_first_text', 'first_clause', 'tts_first_chunk', 'first_frame_queued'];
 
 /** Events published before the channel opens wait here (bounded: a client that never opens it cannot grow it). */
 const MAX_EARLY_EVENTS = 256;
@@ -64,6 +66,8 @@ export class RealtimeCall {
   private connected = false;
   /** Clock time (ms) of the last endpoint decision, for the endpoint → first reply RTP figure. */
   private lastEndpointAtMs: number | null = null;
+  /** Clock times (ms) at which the current turn reached each stage, for the latency breakdown in the log. */
+  private stages = new Map<string, number>();
   /** The response whose first speech frame has not been sent yet. */
   private awaitingFirstFrame: string | null = null;
   /** Inbound packets that failed to decode (a corrupt payload is dropped, never fatal). */
@@ -114,6 +118,7 @@ export class RealtimeCall {
       onSpeaking: (speaking) => this.input.setPaused(speaking && !services.bargeIn),
       delay: services.delay,
       log: (event, fields) => logger.info(event, { call_id: id, ...fields }),
+      mark: (stage) => this.mark(stage),
     });
     this.early = new EarlyTranscription(services.stt, SAMPLE_RATE_HZ);
     this.input = new VoiceInput(
@@ -213,6 +218,7 @@ export class RealtimeCall {
         }
         case 'speech_stopped':
           this.lastEndpointAtMs = this.services.clock.now();
+          this.stages.clear();
           this.lastInputItem = this.protocol.speechStopped(event.atUs / 1000);
           this.services.logger.info('endpoint', { call_id: this.id, at_ms: Math.round(event.atUs / 1000) });
           break;
@@ -255,6 +261,7 @@ export class RealtimeCall {
         });
       }
       if (this.closing) return;
+      this.mark('transcribed');
       this.services.logger.info('transcribed', {
         call_id: this.id,
         item_id: itemId,
@@ -275,17 +282,29 @@ export class RealtimeCall {
     });
   }
 
+  private mark(stage: string): void {
+    if (!this.stages.has(stage)) this.stages.set(stage, this.services.clock.now());
+  }
+
   private firstReplyFrameSent(responseId: string): void {
     this.awaitingFirstFrame = null;
     const fields: Record<string, unknown> = { call_id: this.id, response_id: responseId };
-    if (this.lastEndpointAtMs !== null)
-      fields.endpoint_to_first_rtp_ms = Math.round((this.services.clock.now() - this.lastEndpointAtMs) * 10) / 10;
+    const endpointAt = this.lastEndpointAtMs;
+    const tenths = (ms: number) => Math.round(ms * 10) / 10;
+    if (endpointAt !== null) {
+      fields.endpoint_to_first_rtp_ms = tenths(this.services.clock.now() - endpointAt);
+      // Where the time went: each stage's time after the endpoint decision.
+      fields.stages_ms = Object.fromEntries([...this.stages].map(([stage, at]) => [stage, tenths(at - endpointAt)]));
+    }
     this.lastEndpointAtMs = null;
+    this.stages.clear();
     this.services.logger.info('reply_audio_sent', fields);
   }
 
   private startTurn(responseId: string, text: string): void {
     this.awaitingFirstFrame = responseId;
+    // Stages a superseded turn reached do not belong to this one.
+    for (const stage of TURN_STAGES) this.stages.delete(stage);
     this.services.logger.debugText('turn_text', { call_id: this.id, response_id: responseId, text });
     this.runner.start(responseId, text);
   }

@@ -14,6 +14,10 @@ const SILENCE = new Int16Array(FRAME_SAMPLES);
  * one frame per tick, and a silent frame on every tick with nothing queued — so the receiver's media clock
  * never stops between replies or clauses. Producers wait for room (backpressure keeps at most 500 ms
  * ahead); `clear()` drops queued speech at once and releases waiting producers, who then give up.
+ *
+ * The first frame of a reply is not held for the next tick: when the previous tick sent silence it goes out
+ * as soon as it is written and takes that next tick's place (the tick then sends nothing for this call), so
+ * a reply leaves up to 20 ms sooner without adding a frame to the stream, moving its timeline, or bursting.
  */
 export class PacedOutput {
   private readonly queue: Int16Array[] = [];
@@ -21,6 +25,10 @@ export class PacedOutput {
   private drainWaiters: (() => void)[] = [];
   private generation = 0;
   private unsubscribe: (() => void) | null = null;
+  /** The last tick sent a silent frame: the next speech frame starts a reply and may go out at once. */
+  private idle = false;
+  /** A frame went out ahead of its tick, which therefore sends nothing (the RTP timeline stays unchanged). */
+  private slotTaken = false;
   /** Frames of speech sent since creation (silence excluded). */
   speechFramesSent = 0;
   onFirstSpeechFrameSent: (() => void) | null = null;
@@ -59,6 +67,16 @@ export class PacedOutput {
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
     if (epoch !== this.generation) return false;
+    if (this.idle && !this.slotTaken && this.queue.length === 0 && this.unsubscribe) {
+      this.idle = false;
+      this.slotTaken = true;
+      try {
+        this.send(frame, this.clock.now());
+      } catch {
+        // As on a tick: a failing sink is the call's business, never the producer's.
+      }
+      return true;
+    }
     this.queue.push(frame);
     return true;
   }
@@ -87,15 +105,26 @@ export class PacedOutput {
     for (const waiter of waiters) waiter();
   }
 
+  private send(frame: Int16Array, deadlineMs: number): void {
+    this.sink(frame, { silent: false, deadlineMs });
+    this.speechFramesSent += 1;
+    if (this.speechFramesSent === 1) this.onFirstSpeechFrameSent?.();
+  }
+
   private tick(deadlineMs: number): void {
+    if (this.slotTaken) {
+      // This tick's frame already went out early.
+      this.slotTaken = false;
+      return;
+    }
     const frame = this.queue.shift();
     if (frame) {
-      this.sink(frame, { silent: false, deadlineMs });
-      this.speechFramesSent += 1;
-      if (this.speechFramesSent === 1) this.onFirstSpeechFrameSent?.();
+      this.idle = false;
+      this.send(frame, deadlineMs);
       this.wake();
       if (this.queue.length === 0) this.settleDrain();
     } else {
+      this.idle = true;
       this.sink(SILENCE, { silent: true, deadlineMs });
     }
   }

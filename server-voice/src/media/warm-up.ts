@@ -1,4 +1,8 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { RTCPeerConnection } from 'werift';
+import { PcmResampler } from '../audio/resampler.js';
+import { SAMPLE_RATE_HZ } from '../audio/types.js';
 import { peerConfig } from './call-peer.js';
 
 let warming: Promise<void> | null = null;
@@ -31,4 +35,49 @@ export function warmUpWebrtc(timeoutMs = 15_000): Promise<void> {
     }
   })();
   return warming;
+}
+
+let warmingHttp: Promise<void> | null = null;
+
+/**
+ * Exercises the provider path once per process against a throwaway local server: the first `fetch` of a
+ * process loads and compiles Node's HTTP client (and its wasm HTTP parser), which added a few hundred
+ * milliseconds to the first caller's first reply. A multipart upload answered with JSON (speech-to-text) and
+ * a streamed answer read chunk by chunk (agent and speech) are what a turn does; the resampler's filters for
+ * the common rates are designed too. Nothing leaves the machine, and a failure here is never fatal.
+ */
+export function warmUpTurnPath(): Promise<void> {
+  warmingHttp ??= (async () => {
+    for (const [from, to] of [
+      [SAMPLE_RATE_HZ, 16_000],
+      [24_000, SAMPLE_RATE_HZ],
+    ] as const)
+      new PcmResampler(from, to).process(new Int16Array(4800));
+    const server = http.createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.write('{"text":');
+        response.end('"warm"}');
+      });
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', resolve);
+      });
+      const { port } = server.address() as AddressInfo;
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(64)], { type: 'audio/wav' }), 'warm.wav');
+      await (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: form })).json();
+      const streamed = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: '{}' });
+      if (streamed.body) for await (const chunk of streamed.body) void chunk;
+    } catch {
+      // Only a warm-up: the first real request pays the cost instead.
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  })();
+  return warmingHttp;
 }

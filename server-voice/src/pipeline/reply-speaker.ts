@@ -52,6 +52,8 @@ export interface ReplySpeakerOptions {
   trimLeadingSilence: boolean;
   /** Called once, when the first frame of this reply enters the output queue. */
   onFirstAudio: () => void;
+  /** Called once, when the provider's first chunk of this reply arrives (latency tracing). */
+  onFirstChunk?: () => void;
 }
 
 /**
@@ -68,6 +70,7 @@ export class ReplySpeaker {
   private readonly trimmer: LeadingSilenceTrimmer | null;
   private readonly epoch: number;
   private audibleNow = false;
+  private chunkSeen = false;
   private failure: SpeechOutcome | null = null;
   private readonly done: Promise<SpeechOutcome>;
 
@@ -139,6 +142,10 @@ export class ReplySpeaker {
     const resampler = tts.sampleRateHz === SAMPLE_RATE_HZ ? null : new PcmResampler(tts.sampleRateHz, SAMPLE_RATE_HZ);
     for await (const chunk of tts.synthesize(clause, { signal: this.controller.signal })) {
       if (this.cancelled) return;
+      if (!this.chunkSeen) {
+        this.chunkSeen = true;
+        this.options.onFirstChunk?.();
+      }
       await this.frames(resampler ? resampler.process(chunk) : chunk);
     }
     if (resampler && !this.cancelled) await this.frames(resampler.flush());

@@ -22,7 +22,14 @@ export interface TurnRunnerOptions {
   /** Waits `ms` (injected so tests do not sleep). */
   delay: (ms: number) => Promise<void>;
   log: (event: string, fields: Record<string, unknown>) => void;
+  /**
+   * Latency tracing: called with `agent_first_text`, `first_clause`, `tts_first_chunk` and `first_frame_queued`
+   * as a turn's reply reaches each stage (the first time per response).
+   */
+  mark?: (stage: TurnStage) => void;
 }
+
+export type TurnStage = 'agent_first_text' | 'first_clause' | 'tts_first_chunk' | 'first_frame_queued';
 
 interface ActiveTurn {
   controller: AbortController;
@@ -78,7 +85,9 @@ export class TurnRunner {
       tts: this.options.tts,
       output: this.options.output,
       trimLeadingSilence: this.options.trimLeadingSilence,
+      onFirstChunk: () => this.options.mark?.('tts_first_chunk'),
       onFirstAudio: () => {
+        this.options.mark?.('first_frame_queued');
         this.options.onSpeaking(true);
         this.options.protocol.audioStarted(responseId);
       },
@@ -96,18 +105,26 @@ export class TurnRunner {
     /** What has been handed to speech, so a snapshot that extends it speaks only the new part. */
     let spokenSource = '';
     const splitter = new ClauseSplitter();
+    const mark = this.options.mark;
+    let clauseMarked = false;
+    const speak = (clause: string) => {
+      const spoken = prepareSpeechText(clause);
+      if (!spoken) return;
+      if (!clauseMarked) {
+        clauseMarked = true;
+        mark?.('first_clause');
+      }
+      turn.speaker.say(spoken);
+    };
     const say = (delta: string) => {
       spokenSource += delta;
-      for (const clause of splitter.push(delta)) {
-        const spoken = prepareSpeechText(clause);
-        if (spoken) turn.speaker.say(spoken);
-      }
+      for (const clause of splitter.push(delta)) speak(clause);
     };
     const callTool = async (name: string, args: string): Promise<string> => {
       const allowed = toolsForChoice(protocol.sessionTools, protocol.currentToolChoice).some((t) => t.name === name);
       if (!allowed) return JSON.stringify({ error: `tool ${name} is not available in this session` });
       // The spoken part before the call finishes first; the call then completes this response.
-      for (const clause of splitter.flush()) turn.speaker.say(prepareSpeechText(clause));
+      for (const clause of splitter.flush()) speak(clause);
       await this.settleSpeech(turn, responseId);
       const result = await protocol.requestClientTool(responseId, name, args);
       if (signal.aborted) throw new Error('cancelled');
@@ -132,6 +149,7 @@ export class TurnRunner {
       for (;;) {
         const step = await reply.next();
         if (signal.aborted) return;
+        if (agentText === '' && !step.done) mark?.('agent_first_text');
         if (step.done) {
           // The final text of this response is what follows the last tool boundary.
           finalText = step.value.startsWith(agentText.slice(0, boundary)) ? step.value.slice(boundary) : step.value;
@@ -154,10 +172,7 @@ export class TurnRunner {
         protocol.caption(responseId, caption);
       }
       if (finalText.startsWith(spokenSource)) say(finalText.slice(spokenSource.length));
-      for (const clause of splitter.flush()) {
-        const spoken = prepareSpeechText(clause);
-        if (spoken) turn.speaker.say(spoken);
-      }
+      for (const clause of splitter.flush()) speak(clause);
       let outcome = await turn.speaker.finish();
       if (signal.aborted) return;
       if (outcome.status === 'failed_before_audio') {

@@ -31,6 +31,33 @@ describe('PacedOutput', () => {
     ]);
   });
 
+  it("sends a reply's first frame at once when idle, in place of the next tick's frame (no extra frame, no burst)", async () => {
+    const clock = new ManualFrameClock();
+    const sent: { value: number; at: number }[] = [];
+    const output = new PacedOutput(clock, (frame, info) => sent.push({ value: frame[0] ?? 0, at: info.deadlineMs }));
+    output.start();
+    // Before the first tick nothing has been sent yet, so there is no slot to take: the frame waits.
+    await output.write(tone(1), output.epoch);
+    expect(sent).toEqual([]);
+    clock.advance(40);
+    expect(sent).toEqual([
+      { value: 1, at: 20 },
+      { value: 0, at: 40 },
+    ]);
+    // Idle (the last tick sent silence): the next reply's first frame leaves now, not at the next tick.
+    await output.write(tone(2), output.epoch);
+    await output.write(tone(3), output.epoch);
+    expect(sent.at(-1)).toEqual({ value: 2, at: 40 });
+    clock.advance(60);
+    // Tick 60 was taken by the early frame; the rest keeps the 20 ms grid.
+    expect(sent.slice(2)).toEqual([
+      { value: 2, at: 40 },
+      { value: 3, at: 80 },
+      { value: 0, at: 100 },
+    ]);
+    expect(output.speechFramesSent).toBe(3);
+  });
+
   it('holds at most 500 ms ahead: the 26th write waits until a frame is sent', async () => {
     const { clock, output } = recorder();
     for (let i = 0; i < MAX_QUEUED_FRAMES; i += 1) await output.write(tone(i + 1), output.epoch);
