@@ -48,11 +48,6 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
     const watchVoipToken = optionalToken(body.watch_voip_token, 'invalid_watch_voip_token') ?? null;
     if (body.bundle_id !== context.config.apnsTopic) throw new WireError(400, 'invalid_topic');
     if (body.environment !== 'production') throw new WireError(400, 'production_only');
-    // Capacity before the budget: a full relay must not spend the budget others need.
-    if ((await context.store.countInstallations()) >= limits.maxInstallations) {
-      throw new WireError(429, 'installation_limit_reached');
-    }
-    limit(context, 'registration-global', limits.registrationsPerMinute);
     const now = context.now();
     const secret = newSecret();
     const installation: InstallationRecord = {
@@ -68,7 +63,12 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
       createdAt: now,
       updatedAt: now,
     };
-    await context.store.insertInstallation(installation);
+    await context.store.insertInstallationIfAdmitted(installation, (count) => {
+      // Capacity before the budget: a full relay must not spend the budget others need. The count
+      // includes registrations still being written, so racing requests never overshoot the limit.
+      if (count >= limits.maxInstallations) throw new WireError(429, 'installation_limit_reached');
+      limit(context, 'registration-global', limits.registrationsPerMinute);
+    });
     return {
       status: 201,
       body: {

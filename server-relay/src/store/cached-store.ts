@@ -21,7 +21,11 @@ function withActivity(gateway: GatewayRecord, activity: GatewayActivity): Gatewa
 export class CachedStore implements RelayStore {
   private readonly installations = new Map<string, InstallationRecord>();
   private readonly gateways = new Map<string, GatewayRecord>();
-  private installationCount: number | undefined;
+  private installationCount = 0;
+  private installationCountLoaded = false;
+  private installationCountLoad: Promise<void> | undefined;
+  /** Registrations admitted whose insert has not resolved yet; they count against the capacity. */
+  private installationsInFlight = 0;
 
   constructor(
     private readonly inner: RelayStore,
@@ -40,9 +44,25 @@ export class CachedStore implements RelayStore {
   /**
    * The installation count gates every registration; counting rows costs O(n), so it is read once
    * and then kept by this process's inserts (installations are only removed offline, by the prune CLI).
+   * Every caller awaits the same first read, so no insert can slip in between that read and its result.
    */
+  private loadInstallationCount(): Promise<void> {
+    if (this.installationCountLoaded) return Promise.resolve();
+    this.installationCountLoad ??= this.inner.countInstallations().then(
+      (count) => {
+        this.installationCount = count;
+        this.installationCountLoaded = true;
+      },
+      (error: unknown) => {
+        this.installationCountLoad = undefined;
+        throw error;
+      },
+    );
+    return this.installationCountLoad;
+  }
+
   async countInstallations(): Promise<number> {
-    this.installationCount ??= await this.inner.countInstallations();
+    await this.loadInstallationCount();
     return this.installationCount;
   }
 
@@ -51,8 +71,21 @@ export class CachedStore implements RelayStore {
   }
 
   async insertInstallation(record: InstallationRecord): Promise<void> {
-    await this.inner.insertInstallation(record);
-    if (this.installationCount !== undefined) this.installationCount += 1;
+    await this.insertInstallationIfAdmitted(record, () => undefined);
+  }
+
+  async insertInstallationIfAdmitted(record: InstallationRecord, admit: (count: number) => void): Promise<void> {
+    await this.loadInstallationCount();
+    // From the count to the reservation nothing awaits: a registration in flight holds its slot, so
+    // fifty racing registrations against ten free slots admit exactly ten.
+    admit(this.installationCount + this.installationsInFlight);
+    this.installationsInFlight += 1;
+    try {
+      await this.inner.insertInstallation(record);
+      this.installationCount += 1;
+    } finally {
+      this.installationsInFlight -= 1;
+    }
     this.remember(this.installations, record.id, record);
   }
 

@@ -125,6 +125,8 @@ export function installationData(record: InstallationRecord) {
 
 /** Prisma on SQLite (DATA_PATH) or PostgreSQL (DATABASE_URL); migrations are applied by `openPrismaStore`. */
 export class PrismaStore implements RelayStore {
+  private admissions: Promise<void> = Promise.resolve();
+
   constructor(
     readonly db: Db,
     readonly provider: Provider,
@@ -140,6 +142,16 @@ export class PrismaStore implements RelayStore {
 
   async insertInstallation(record: InstallationRecord): Promise<void> {
     await this.db.installation.create({ data: installationData(record) });
+  }
+
+  /** Count and insert run one after another in this process (the app puts CachedStore in front, which counts in memory). */
+  insertInstallationIfAdmitted(record: InstallationRecord, admit: (count: number) => void): Promise<void> {
+    const admitted = this.admissions.then(async () => {
+      admit(await this.countInstallations());
+      await this.insertInstallation(record);
+    });
+    this.admissions = admitted.catch(() => undefined);
+    return admitted;
   }
 
   async findInstallation(id: string): Promise<InstallationRecord | null> {

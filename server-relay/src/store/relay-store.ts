@@ -13,6 +13,12 @@ export interface RelayStore {
   countInstallations(): Promise<number>;
   countActiveInstallations(): Promise<number>;
   insertInstallation(record: InstallationRecord): Promise<void>;
+  /**
+   * Inserts the installation if `admit` lets it in. `admit` gets the number of installations stored
+   * or being inserted and throws to refuse; nothing awaits between that count and the slot being
+   * taken, so registrations racing each other can never pass a capacity check together.
+   */
+  insertInstallationIfAdmitted(record: InstallationRecord, admit: (count: number) => void): Promise<void>;
   findInstallation(id: string): Promise<InstallationRecord | null>;
   updateInstallation(id: string, patch: InstallationPatch): Promise<void>;
   /** Clears a PushKit token only if it is still the one APNs refused (the phone may have sent a new one). */
