@@ -4,7 +4,8 @@
  * relay's device API; a Hermes session replayed through the shell-hook bridge exactly as Hermes runs
  * it; and the pushes the relay captured checked for copy, titles, silence and mute rules, redaction
  * and E2E envelopes that open with the device key. The clarify batch is answered through the relay's
- * device API and its answers arrive back in Hermes (the bridge's output).
+ * device API and its answers arrive back in Hermes (the bridge's output); an approval card is answered
+ * through the relay's device API too and reaches the (fake) Hermes API server run that waits on it.
  */
 import { spawn } from 'node:child_process';
 import http from 'node:http';
@@ -70,10 +71,14 @@ function captured(): Captured[] {
     .map((line) => JSON.parse(line) as Captured);
 }
 
-async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 45_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 45_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = probe();
+    const value = await probe();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${host?.output() ?? ''}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -283,47 +288,72 @@ describe('host service with a real relay', { timeout: 180_000 }, () => {
       session_key: 'agent:main:cli:20260101_090000_a1b2c3',
       description: 'Delete the build folder (rm -rf build)',
       choices: ['once', 'deny'],
+      request_id: expect.stringMatching(/^conduit-approval-[A-Za-z0-9_-]+$/) as unknown,
     });
   });
 
-  it('an approval answered on the phone arrives back in Hermes (the API server run); a native answer retires the card', async () => {
+  it('an approval answered through the relay device API arrives back in Hermes (the API server run); a native answer retires the card', async () => {
     const dashboard = createDashboardClient({ baseUrl: host.url, headers: { authorization: `Bearer ${HOST_TOKEN}` } });
+    const phone = createRelayClient({ baseUrl: relay.url, headers: { authorization: deviceAuth } });
     const base = { session_id: 'api-run-session', profile: 'default', cwd: '/srv' };
+    const approval = (n: number, description: string) => ({
+      hook_event_name: 'pre_approval_request',
+      ...base,
+      extra: { session_key: `agent:main:api:${n}`, description, turn_id: `tr${n}`, run_id: `run_e2e_${n}` },
+    });
     await replay([
-      {
-        hook_event_name: 'pre_approval_request',
-        ...base,
-        extra: { session_key: 'agent:main:api:1', description: 'Restart nginx', turn_id: 'tr1', run_id: 'run_e2e_1' },
-      },
-      {
-        hook_event_name: 'pre_approval_request',
-        ...base,
-        extra: { session_key: 'agent:main:api:2', description: 'Drop table', turn_id: 'tr2', run_id: 'run_e2e_2' },
-      },
+      approval(1, 'Restart nginx'),
+      approval(2, 'Drop table'),
+      approval(3, 'Rotate logs'),
       {
         hook_event_name: 'post_approval_response',
         ...base,
         extra: { session_key: 'agent:main:api:2', choice: 'deny' },
       },
     ]);
-    const keyOf = (c: Captured) =>
-      (c.notification.payload.body?.conduit?.decision as { session_key?: string } | undefined)?.session_key;
-    // Both cards are pushed (an approval is announced whatever happens to it next).
-    const cards = await until('both approval cards', () => {
-      const found = captured().filter((c) => keyOf(c)?.startsWith('agent:main:api:'));
-      return found.length === 2 ? found : undefined;
+    type Card = { session_key: string; request_id: string };
+    const cardOf = (c: Captured) => c.notification.payload.body?.conduit?.decision as Card | undefined;
+    // Every card is pushed (an approval is announced whatever happens to it next), each parked on the relay.
+    const cards = await until('three approval cards', () => {
+      const found = captured()
+        .map(cardOf)
+        .filter((card): card is Card => card?.session_key?.startsWith('agent:main:api:') === true);
+      return found.length === 3 ? new Map(found.map((card) => [card.session_key, card.request_id])) : undefined;
     });
-    const card = cards.find((c) => keyOf(c) === 'agent:main:api:1')!;
-    const sessionKey = (card.notification.payload.body?.conduit?.decision as { session_key: string }).session_key;
-    const answered = await dashboard.POST('/api/plugins/conduit_push/approvals/respond', {
-      body: { session_key: sessionKey, choice: 'once' },
+
+    // The phone answers card 1 with its device credential; the host polls it and Hermes gets it once.
+    const answered = await phone.POST('/v1/decisions/{id}/respond', {
+      params: { path: { id: cards.get('agent:main:api:1')! } },
+      body: { answer: 'once' },
     });
-    expect(answered.data).toEqual({ ok: true, choice: 'once', run_id: 'run_e2e_1' });
+    expect(answered.data).toEqual({ status: 'answered' });
+    await until('the approval in Hermes', () => hermesApprovals.length === 1);
     expect(hermesApprovals).toEqual([{ runId: 'run_e2e_1', body: { choice: 'once' } }]);
-    const retired = await dashboard.POST('/api/plugins/conduit_push/approvals/respond', {
-      body: { session_key: 'agent:main:api:2', choice: 'once' },
+    const again = await dashboard.POST('/api/plugins/conduit_push/approvals/respond', {
+      body: { session_key: 'agent:main:api:1', choice: 'deny' },
     });
-    expect([retired.response.status, retired.error]).toEqual([409, { error: 'already_answered' }]);
+    expect([again.response.status, again.error]).toEqual([409, { error: 'already_answered' }]);
+
+    // Card 2 was answered natively first: its parked decision is released, so the phone hears 410.
+    const late = await until('the released card', async () => {
+      const reply = await phone.POST('/v1/decisions/{id}/respond', {
+        params: { path: { id: cards.get('agent:main:api:2')! } },
+        body: { answer: 'once' },
+      });
+      return reply.response.status === 410 ? reply : undefined;
+    });
+    expect(late.error).toEqual({ error: 'decision_released' });
+
+    // Card 3 through the host route (a phone that talks to the dashboard) also reaches the run.
+    const routed = await dashboard.POST('/api/plugins/conduit_push/approvals/respond', {
+      body: { session_key: 'agent:main:api:3', choice: 'session' },
+    });
+    expect(routed.data).toEqual({ ok: true, choice: 'session', run_id: 'run_e2e_3' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(hermesApprovals).toEqual([
+      { runId: 'run_e2e_1', body: { choice: 'once' } },
+      { runId: 'run_e2e_3', body: { choice: 'session' } },
+    ]);
   });
 
   it('keeps a muted cron job and a silent run quiet, and still notifies another job', async () => {
