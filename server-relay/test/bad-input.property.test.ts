@@ -5,6 +5,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextIp, paired, ROOMY_BUDGETS, startRelay, testDatabase, TOPIC, type Relay } from './support/harness.js';
+import { sealedEnvelope } from './support/sealed-event.js';
 
 let relay: Relay;
 let release: () => Promise<void>;
@@ -75,6 +76,16 @@ const targets = (): Target[] => [
   { method: 'POST', path: () => `/v1/installations/${phone.phone.id}/pairings`, valid: {} },
   { method: 'POST', path: () => '/v1/pairings/claim', valid: { pairing_code: 'ABCDE-FGHJK' } },
   { method: 'POST', path: () => '/v1/events', valid: { type: 'response.ready', event_id: 'evt-prop-valid' } },
+  {
+    method: 'POST',
+    path: () => '/v1/events',
+    valid: { type: 'phone.changes', event_id: 'evt-prop-changes', mode: 'background' },
+  },
+  {
+    method: 'POST',
+    path: () => '/v1/events',
+    valid: { type: 'location.request', event_id: 'evt-prop-locate', e2e: sealedEnvelope('evt-prop-locate') },
+  },
   { method: 'POST', path: () => '/v1/decisions/req-prop/respond', valid: { answer: 'a' } },
   { method: 'POST', path: () => '/v1/decisions/req-prop', valid: { answer: 'a' } },
   { method: 'GET', path: () => '/v1/decisions/req-prop', valid: {} },
