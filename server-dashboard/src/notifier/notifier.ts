@@ -2,6 +2,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { hookArg, hookBool, hookString, type HookPayload } from '../bridge/hook-payload.js';
 import { cronJobId } from './cron-run.js';
+import { readDesktopSelection, watchedOnDesktop } from './desktop-watch.js';
 import { eventId } from './event-id.js';
 import { approvalDecision, buildEvent, clarificationText, type NotificationEvent } from './events.js';
 import { replySourceOf, type ReplySource } from './reply-source.js';
@@ -29,6 +30,11 @@ export interface NotifierPorts {
   isCronMuted(profile: ProfileScope, jobId: string): Promise<boolean>;
   isReplySourceOn(profile: ProfileScope, source: ReplySource): Promise<boolean>;
   sessionTitle(profile: ProfileScope, sessionId: string): Promise<string | null>;
+  /**
+   * The chats Hermes Desktop has selected on this host now (null: unknown, push as before). Defaults
+   * to `<profile home>/conduit-desktop-selected.json`.
+   */
+  desktopSelection?(profile: ProfileScope): Promise<ReadonlySet<string> | null>;
   approvals: {
     /** Takes over delivery of an approval's notification (with an answerable card when it has one). */
     raised(profile: ProfileScope, payload: HookPayload, event: NotificationEvent): Promise<void> | void;
@@ -48,10 +54,16 @@ interface HeldReply {
   sendAt: number;
 }
 
+/** A turn in flight: when its first pre_llm_call came, and its turn id when Hermes named one. */
+interface RunningTurn {
+  startedAt: number;
+  turnId: string | undefined;
+}
+
 /** Per-profile memory of the turns in flight: which sessions are subagents, which turns run. */
 interface ProfileState {
   children: Set<string>;
-  runningTurns: Map<string, number>;
+  runningTurns: Map<string, RunningTurn>;
   heldReplies: Map<string, HeldReply>;
 }
 
@@ -95,7 +107,7 @@ export class Notifier {
     const sessionId = hookString(payload, 'session_id') ?? '';
     switch (payload.hook_event_name) {
       case 'pre_llm_call': {
-        if (sessionId) remember(state.runningTurns, sessionId, this.ports.clock.now());
+        if (sessionId) this.turnStarted(state, sessionId, hookString(payload, 'turn_id'));
         const note = voicePersonaNote(hookArg(payload, 'conversation_history'), hookArg(payload, 'user_message'));
         return note ? { context: note } : null;
       }
@@ -134,6 +146,26 @@ export class Notifier {
       default:
         return null;
     }
+  }
+
+  /**
+   * A turn starts at its first pre_llm_call; a repeated one for the same turn id keeps that start, so
+   * the Desktop rule measures the whole turn and not its last model call.
+   */
+  private turnStarted(state: ProfileState, sessionId: string, turnId: string | undefined): void {
+    const current = state.runningTurns.get(sessionId);
+    if (current && turnId !== undefined && current.turnId === turnId) return;
+    remember(state.runningTurns, sessionId, { startedAt: this.ports.clock.now(), turnId });
+  }
+
+  /** The seed's two-minute rule: a quick reply in a chat selected on Desktop was watched there. */
+  private async watchedOnDesktop(profile: ProfileScope, state: ProfileState, sessionId: string): Promise<boolean> {
+    const started = state.runningTurns.get(sessionId)?.startedAt;
+    if (started === undefined) return false; // no start time: push as before (and no file read)
+    const now = this.ports.clock.now();
+    const read = this.ports.desktopSelection ?? ((p: ProfileScope) => readDesktopSelection(p.home, now));
+    const selection = await read(profile).catch(() => null);
+    return watchedOnDesktop(sessionId, started, now, selection);
   }
 
   /** Sends replies whose turn never reported its end within the hold. Called by a timer. */
@@ -191,6 +223,7 @@ export class Notifier {
     if (job === null) {
       const source = replySourceOf(hookString(payload, 'platform'));
       if (source && !(await this.ports.isReplySourceOn(profile, source))) return;
+      if (await this.watchedOnDesktop(profile, state, sessionId)) return;
     }
     const turnId = hookString(payload, 'turn_id');
     const event = this.event(profile, 'response.ready', eventId('response', turnId, sessionId), {

@@ -10,7 +10,15 @@ import { PERSONA_VOICE_NOTE, VOICE_LIVE_PREFIX } from '../../src/notifier/voice-
 
 const profile: ProfileScope = { name: 'work', home: '/tmp/none' };
 
-function harness(options: { titles?: Record<string, string>; muted?: string[]; sourcesOff?: ReplySource[] } = {}) {
+function harness(
+  options: {
+    titles?: Record<string, string>;
+    muted?: string[];
+    sourcesOff?: ReplySource[];
+    /** The chats selected on Desktop; absent: the default file reader (no file here, so none). */
+    desktop?: string[] | null;
+  } = {},
+) {
   const clock = new ManualClock();
   const sent: NotificationEvent[] = [];
   const approvals: string[] = [];
@@ -26,6 +34,9 @@ function harness(options: { titles?: Record<string, string>; muted?: string[]; s
     isCronMuted: async (_p, job) => (options.muted ?? []).includes(job),
     isReplySourceOn: async (_p, source) => !(options.sourcesOff ?? []).includes(source),
     sessionTitle: async (_p, sid) => options.titles?.[sid] ?? null,
+    ...(options.desktop !== undefined
+      ? { desktopSelection: async () => (options.desktop ? new Set(options.desktop) : null) }
+      : {}),
     approvals: {
       // Delivery of an approval belongs to the approval cards; here it is recorded like any event.
       raised: (_p, payload, event) => {
@@ -170,6 +181,64 @@ describe('reply sources', () => {
       ['response.ready', 'b'],
       ['turn.failed', 'c'],
     ]);
+  });
+});
+
+describe('being watched on Desktop (the two-minute rule)', () => {
+  /** One turn whose reply comes `ms` after its pre_llm_call, then ends as `end` says. */
+  async function timedTurn(
+    h: ReturnType<typeof harness>,
+    sid: string,
+    ms: number,
+    end: Record<string, unknown> = { completed: true },
+    extra: Record<string, unknown> = {},
+  ) {
+    await h.hook('pre_llm_call', { turn_id: `t-${sid}`, ...extra }, { session_id: sid });
+    h.clock.advance(ms);
+    await h.hook('post_llm_call', { assistant_response: 'answer', turn_id: `t-${sid}`, ...extra }, { session_id: sid });
+    await h.hook('on_session_end', { turn_id: `t-${sid}`, ...end, ...extra }, { session_id: sid });
+  }
+
+  it('a reply within two minutes in a chat selected on Desktop sends nothing; a longer turn still pushes', async () => {
+    const h = harness({ desktop: ['open-chat'] });
+    await timedTurn(h, 'open-chat', 119_000);
+    await timedTurn(h, 'open-chat', 120_000);
+    await timedTurn(h, 'open-chat', 120_001);
+    expect(h.sent.map((e) => e.type)).toEqual(['response.ready']);
+  });
+
+  it('other chats, failures and cron runs push as before', async () => {
+    const h = harness({ desktop: ['open-chat', 'cron_job1_20260101_090000'] });
+    await timedTurn(h, 'other-chat', 5_000);
+    await timedTurn(h, 'open-chat', 5_000, { completed: false });
+    await timedTurn(h, 'cron_job1_20260101_090000', 5_000);
+    expect(h.sent.map((e) => [e.type, e.session_id])).toEqual([
+      ['response.ready', 'other-chat'],
+      ['turn.failed', 'open-chat'],
+      ['response.ready', 'cron_job1_20260101_090000'],
+    ]);
+  });
+
+  it('a turn with no start time, or no trustworthy selection, pushes as before', async () => {
+    const noStart = harness({ desktop: ['open-chat'] });
+    await noStart.hook('post_llm_call', { assistant_response: 'hi', turn_id: 't' }, { session_id: 'open-chat' });
+    await noStart.hook('on_session_end', { turn_id: 't', completed: true }, { session_id: 'open-chat' });
+    const unknown = harness({ desktop: null });
+    await timedTurn(unknown, 'open-chat', 1_000);
+    const noFile = harness();
+    await timedTurn(noFile, 'open-chat', 1_000);
+    expect([noStart.sent.length, unknown.sent.length, noFile.sent.length]).toEqual([1, 1, 1]);
+  });
+
+  it("the two minutes run from the turn's first pre_llm_call, not its last model call", async () => {
+    const h = harness({ desktop: ['open-chat'] });
+    await h.hook('pre_llm_call', { turn_id: 'long' }, { session_id: 'open-chat' });
+    h.clock.advance(100_000);
+    await h.hook('pre_llm_call', { turn_id: 'long' }, { session_id: 'open-chat' });
+    h.clock.advance(30_000);
+    await h.hook('post_llm_call', { assistant_response: 'done', turn_id: 'long' }, { session_id: 'open-chat' });
+    await h.hook('on_session_end', { turn_id: 'long', completed: true }, { session_id: 'open-chat' });
+    expect(h.sent.map((e) => e.type)).toEqual(['response.ready']);
   });
 });
 
