@@ -1,12 +1,16 @@
 import { chmod, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { HOOK_PATH, HOOK_TOKEN_HEADER } from '../routes/hooks.js';
 
 /**
  * `<state dir>/runtime.json`: where the running service listens and the hook token of this boot.
- * The hook bridge reads it on every hook; without it (service not running) the hook exits at once.
- * Mode 0600 in a 0700 folder: the token lets a process inject hook events.
+ * The Node bridge reads it on every hook; without it (service not running) the hook exits at once.
+ * `<state dir>/runtime.curl` says the same to the sh bridge as a curl config file, so the token
+ * reaches curl through a file, never through a command line others can read in `ps`.
+ * Both mode 0600 in a 0700 folder: the token lets a process inject hook events.
  */
 export const RUNTIME_FILE = 'runtime.json';
+export const RUNTIME_CURL_FILE = 'runtime.curl';
 
 export interface RuntimeInfo {
   url: string;
@@ -14,16 +18,38 @@ export interface RuntimeInfo {
   pid: number;
 }
 
-export async function writeRuntimeFile(stateDir: string, info: RuntimeInfo): Promise<string> {
-  await mkdir(stateDir, { recursive: true, mode: 0o700 });
-  const file = path.join(stateDir, RUNTIME_FILE);
+/** A curl config string: double-quoted, with the escapes curl's config parser knows. */
+function curlQuoted(value: string): string {
+  if (/[\r\n\0]/.test(value)) throw new Error('runtime value with a line break');
+  return `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
+export function curlConfig(info: RuntimeInfo): string {
+  const url = new URL(HOOK_PATH, info.url).href;
+  return [
+    '# Written by the Conduit host service on each boot, for bin/conduit-hook.sh. Mode 0600.',
+    `url = ${curlQuoted(url)}`,
+    `header = ${curlQuoted(`${HOOK_TOKEN_HEADER}: ${info.token}`)}`,
+    '',
+  ].join('\n');
+}
+
+async function writePrivate(file: string, text: string): Promise<void> {
   const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, JSON.stringify(info) + '\n', { mode: 0o600 });
+  await writeFile(tmp, text, { mode: 0o600 });
   await chmod(tmp, 0o600);
   await rename(tmp, file);
+}
+
+export async function writeRuntimeFile(stateDir: string, info: RuntimeInfo): Promise<string> {
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  await writePrivate(path.join(stateDir, RUNTIME_CURL_FILE), curlConfig(info));
+  const file = path.join(stateDir, RUNTIME_FILE);
+  await writePrivate(file, JSON.stringify(info) + '\n');
   return file;
 }
 
 export async function removeRuntimeFile(stateDir: string): Promise<void> {
   await rm(path.join(stateDir, RUNTIME_FILE), { force: true });
+  await rm(path.join(stateDir, RUNTIME_CURL_FILE), { force: true });
 }

@@ -2,14 +2,17 @@ import { existsSync, statSync } from 'node:fs';
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { isMap, isSeq, parseDocument, YAMLMap, YAMLSeq, type Document } from 'yaml';
 import { z } from 'zod';
-import { bridgeScriptPath } from './bridge-script.js';
+import { MCP_PATH, MCP_SERVER_NAME } from '../mcp/mcp-endpoint.js';
+import { readOrCreateMcpToken } from '../mcp/mcp-token.js';
+import { BRIDGE_SCRIPT_NAMES, chooseHookRunner, type HookRunner } from './bridge-script.js';
 import { BRIDGED_HOOKS } from './hook-payload.js';
 
-/** Marks our hook entries: any command that runs the bridge script is ours, whatever its path. */
-const BRIDGE_MARKER = 'conduit-hook.mjs';
+/** Any command that runs one of the bridge scripts is ours, whatever its path or interpreter. */
+function isOurCommand(command: string): boolean {
+  return BRIDGE_SCRIPT_NAMES.some((name) => command.includes(name));
+}
 /** Hermes' maximum shell-hook timeout; a held clarify call needs all of it. */
 const HELD_TIMEOUT_S = 300;
 const EVENT_TIMEOUT_S = 15;
@@ -19,26 +22,23 @@ export interface SetupOptions {
   profileHome: string;
   /** The service's state folder, where the bridge finds the running service. */
   stateDir: string;
-  /** Absolute path of the bridge script. */
-  bridgeScript: string;
-  /** The node binary Hermes should run (absolute, so Hermes' PATH does not matter). */
-  nodePath: string;
+  /** The bridge Hermes runs (sh + curl, or Node). */
+  runner: HookRunner;
+  /** The `mcp_servers` entry to write (the service's MCP URL and token); unused by --remove. */
+  mcp: { url: string; token: string };
   remove: boolean;
   now: Date;
 }
 
-export function hookCommand(
-  options: Pick<SetupOptions, 'nodePath' | 'bridgeScript' | 'stateDir'>,
-  event: string,
-): string {
+export function hookCommand(options: Pick<SetupOptions, 'runner' | 'stateDir'>, event: string): string {
   // Hermes splits the command into argv without a shell, so paths with spaces are not supported.
-  return `${options.nodePath} ${options.bridgeScript} --state ${options.stateDir} ${event}`;
+  return `${options.runner.interpreter} ${options.runner.script} --state ${options.stateDir} ${event}`;
 }
 
 function isOurs(item: unknown): boolean {
   if (!isMap(item)) return false;
   const command = item.get('command');
-  return typeof command === 'string' && command.includes(BRIDGE_MARKER);
+  return typeof command === 'string' && isOurCommand(command);
 }
 
 /** Edits the document in place; returns whether anything changed. */
@@ -76,6 +76,59 @@ export function applyHooks(doc: Document, options: SetupOptions): boolean {
   return doc.toString() !== before;
 }
 
+/** The service's MCP URL for one profile (`?profile=` picks the profile the tools act on). */
+export function mcpUrl(port: number, profile: string): string {
+  const url = new URL(MCP_PATH, `http://127.0.0.1:${port}`);
+  if (profile && profile !== 'default') url.searchParams.set('profile', profile);
+  return url.href;
+}
+
+function isOurMcpEntry(entry: unknown): boolean {
+  if (!isMap(entry)) return false;
+  const url = entry.get('url');
+  return typeof url === 'string' && url.includes(MCP_PATH);
+}
+
+/**
+ * `mcp_servers.conduit`: the service's MCP endpoint with its bearer token. Keys the user added to our
+ * entry (enabled, timeout, tools filters) stay; an entry named `conduit` that is not ours is refused.
+ * Edits the document in place.
+ */
+export function applyMcp(doc: Document, options: SetupOptions): void {
+  let servers = doc.get('mcp_servers');
+  if (!isMap(servers)) {
+    if (options.remove) return;
+    if (servers !== undefined && servers !== null) throw new Error('mcp_servers is not a mapping; left unchanged');
+    servers = new YAMLMap();
+    doc.set('mcp_servers', servers);
+  }
+  const serverMap = servers as YAMLMap;
+  const current = serverMap.get(MCP_SERVER_NAME);
+  if (current !== undefined && !isOurMcpEntry(current)) {
+    if (options.remove) return;
+    throw new Error(`mcp_servers.${MCP_SERVER_NAME} is not the Conduit host's entry; left unchanged`);
+  }
+  if (options.remove) {
+    if (current === undefined) return;
+    serverMap.delete(MCP_SERVER_NAME);
+    if (serverMap.items.length === 0) doc.delete('mcp_servers');
+    return;
+  }
+  if (!isMap(current)) {
+    serverMap.set(MCP_SERVER_NAME, doc.createNode({ url: options.mcp.url }));
+  }
+  const entry = serverMap.get(MCP_SERVER_NAME) as YAMLMap;
+  // Set only what differs, so a second run leaves the document (and its formatting) as it was.
+  if (entry.get('url') !== options.mcp.url) entry.set('url', options.mcp.url);
+  let headers = entry.get('headers');
+  if (!isMap(headers)) {
+    headers = new YAMLMap();
+    entry.set('headers', headers);
+  }
+  const bearer = `Bearer ${options.mcp.token}`;
+  if ((headers as YAMLMap).get('Authorization') !== bearer) (headers as YAMLMap).set('Authorization', bearer);
+}
+
 const allowlistSchema = z.looseObject({
   approvals: z.array(z.looseObject({ event: z.string(), command: z.string() })).default([]),
 });
@@ -100,9 +153,9 @@ export async function applyConsent(options: SetupOptions): Promise<void> {
     if (!parsed.success) throw new Error(`${file} is not a valid allowlist; left unchanged`);
     current = parsed.data;
   }
-  const approvals = current.approvals.filter((a) => !a.command.includes(BRIDGE_MARKER));
+  const approvals = current.approvals.filter((a) => !isOurCommand(a.command));
   if (!options.remove) {
-    const mtime = statSync(options.bridgeScript).mtimeMs / 1000;
+    const mtime = statSync(options.runner.script).mtimeMs / 1000;
     for (const event of BRIDGED_HOOKS) {
       approvals.push({
         event,
@@ -121,14 +174,17 @@ export async function setupHermes(options: SetupOptions): Promise<{ configFile: 
   const doc = parseDocument(text, { keepSourceTokens: true });
   if (doc.errors.length) throw new Error(`${configFile} is not valid YAML; left unchanged`);
   if (doc.contents !== null && !isMap(doc.contents)) throw new Error(`${configFile} is not a mapping; left unchanged`);
-  const changed = applyHooks(doc, options);
+  const before = doc.toString();
+  applyHooks(doc, options);
+  applyMcp(doc, options);
+  const changed = doc.toString() !== before;
   if (changed) await writePrivate(configFile, doc.toString());
   await applyConsent(options);
   return { configFile, changed };
 }
 
 function usage(): string {
-  return 'usage: conduit setup-hermes [--profile NAME] [--home DIR] [--state DIR] [--remove]\n';
+  return 'usage: conduit setup-hermes [--profile NAME] [--home DIR] [--state DIR] [--port N] [--node-hook] [--remove]\n';
 }
 
 /** `conduit setup-hermes --profile NAME [--remove]` */
@@ -137,11 +193,15 @@ export async function run(argv: string[]): Promise<number> {
   let home = process.env.HERMES_HOME?.trim() || path.join(os.homedir(), '.hermes');
   let stateDir = '';
   let remove = false;
+  let preferNode = false;
+  let portText = process.env.CONDUIT_HOST_PORT?.trim() || '9119';
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--profile') profile = argv[++i] ?? '';
     else if (arg === '--home') home = argv[++i] ?? '';
     else if (arg === '--state') stateDir = argv[++i] ?? '';
+    else if (arg === '--port') portText = argv[++i] ?? '';
+    else if (arg === '--node-hook') preferNode = true;
     else if (arg === '--remove') remove = true;
     else {
       process.stderr.write(usage());
@@ -154,21 +214,37 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`Invalid profile name: ${profile}\n`);
     return 2;
   }
+  const port = Number(portText);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    process.stderr.write(`Invalid port: ${portText}\n`);
+    return 2;
+  }
   const profileHome = !profile || profile === 'default' ? home : path.join(home, 'profiles', profile);
   if (!existsSync(profileHome)) {
     process.stderr.write(`No Hermes profile home at ${profileHome}\n`);
     return 1;
   }
+  const { runner, curl } = chooseHookRunner({ pathList: process.env.PATH, nodePath: process.execPath, preferNode });
   const { configFile, changed } = await setupHermes({
     profileHome,
     stateDir,
-    bridgeScript: fileURLToPath(bridgeScriptPath()),
-    nodePath: process.execPath,
+    runner,
+    // --remove needs no token: it must not create one just to take the entry out.
+    mcp: { url: mcpUrl(port, profile), token: remove ? '' : await readOrCreateMcpToken(stateDir) },
     remove,
     now: new Date(),
   });
-  const what = remove ? 'Removed the Conduit hooks from' : 'Wrote the Conduit hooks into';
+  const what = remove ? 'Removed the Conduit hooks and MCP entry from' : 'Wrote the Conduit hooks and MCP entry into';
   process.stdout.write(`${changed ? what : 'Already up to date:'} ${configFile}\n`);
-  if (!remove) process.stdout.write('Restart the Hermes gateway so it loads the hooks.\n');
+  if (!remove) {
+    process.stdout.write(
+      runner.kind === 'sh'
+        ? `Hook bridge: sh + curl (${curl ?? 'curl'}).\n`
+        : curl
+          ? 'Hook bridge: Node (--node-hook).\n'
+          : 'Hook bridge: Node (no curl on PATH; with curl, hooks start several times faster).\n',
+    );
+    process.stdout.write('Restart the Hermes gateway so it loads the hooks and the MCP server.\n');
+  }
   return 0;
 }

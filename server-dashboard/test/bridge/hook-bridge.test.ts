@@ -1,12 +1,14 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { memoryLogger } from '../../src/log.js';
 import { PERSONA_VOICE_NOTE, VOICE_LIVE_PREFIX } from '../../src/notifier/voice-note.js';
 import { tempHermesHome, testConfig } from '../support/config.js';
 import { FakeRelay } from '../support/fake-relay.js';
-import { runBridge, startHost, stateDirOf } from '../support/host.js';
+import { writeRuntimeFile } from '../../src/bridge/runtime-file.js';
+import { startHost, stateDirOf } from '../support/host.js';
 import { writePairing } from '../support/pairing.js';
+import { BRIDGE_VARIANTS, runHook } from './bridge-variants.js';
 
 const FIXTURE = path.join(import.meta.dirname, '../fixtures/hermes-hooks/session-0.21.jsonl');
 
@@ -24,7 +26,24 @@ afterEach(async () => {
   home.cleanup();
 });
 
-describe('conduit hook (the plain-JS bridge)', () => {
+/** Every process command line on this machine that contains `secret` (Linux /proc). */
+function commandLinesWith(secret: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const line = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (line.includes(secret)) found.push(line.replace(/\0/g, ' '));
+    } catch {
+      // the process ended
+    }
+  }
+  return found;
+}
+
+describe.each(BRIDGE_VARIANTS)('conduit hook (the $kind bridge)', (runner) => {
+  const runBridge = (stateDir: string, event: string, stdin: string, env?: NodeJS.ProcessEnv) =>
+    runHook(runner, stateDir, event, stdin, env);
+
   it('exits 0 at once with no output when the service is not running', async () => {
     const result = await runBridge(stateDirOf(home.root), 'post_llm_call', '{"hook_event_name":"post_llm_call"}');
     expect(result).toMatchObject({ code: 0, stdout: '', stderr: '' });
@@ -48,6 +67,39 @@ describe('conduit hook (the plain-JS bridge)', () => {
     const result = await runBridge(stateDirOf(home.root), 'pre_llm_call', JSON.stringify(payload));
     await host.app.close();
     expect(result.code).toBe(0);
+    expect(result.stdout.endsWith('}\n')).toBe(true);
+    expect(JSON.parse(result.stdout)).toEqual({ context: PERSONA_VOICE_NOTE });
+  });
+
+  it('prints nothing when the service refuses the call (a runtime file with a wrong token) or stdin is empty', async () => {
+    const host = await startHost(testConfig(home.root));
+    const empty = await runBridge(stateDirOf(home.root), 'pre_llm_call', '');
+    await writeRuntimeFile(stateDirOf(home.root), { url: host.url, token: 'not-the-boot-token', pid: process.pid });
+    const refused = await runBridge(
+      stateDirOf(home.root),
+      'pre_llm_call',
+      JSON.stringify({ hook_event_name: 'pre_llm_call', session_id: 's', profile: 'default', extra: {} }),
+    );
+    await host.app.close();
+    expect(empty).toMatchObject({ code: 0, stdout: '', stderr: '' });
+    expect(refused).toMatchObject({ code: 0, stdout: '', stderr: '' });
+  });
+
+  it("reaches the service on loopback whatever proxy the environment or the user's ~/.curlrc names", async () => {
+    const host = await startHost(testConfig(home.root));
+    const userHome = path.join(home.root, 'user-home');
+    mkdirSync(userHome);
+    writeFileSync(path.join(userHome, '.curlrc'), 'proxy = "http://127.0.0.1:9"\nmax-time = 0.001\n');
+    const env = { ...process.env, HOME: userHome, http_proxy: 'http://127.0.0.1:9', ALL_PROXY: 'http://127.0.0.1:9' };
+    const payload = {
+      hook_event_name: 'pre_llm_call',
+      session_id: 's1',
+      profile: 'default',
+      extra: { user_message: `${VOICE_LIVE_PREFIX}] hello` },
+    };
+    const result = await runBridge(stateDirOf(home.root), 'pre_llm_call', JSON.stringify(payload), env);
+    await host.app.close();
+    expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual({ context: PERSONA_VOICE_NOTE });
   });
 
@@ -68,6 +120,18 @@ describe('conduit hook (the plain-JS bridge)', () => {
     expect(log.lines.join('\n')).not.toContain(secret);
   });
 
+  it(
+    'replays a recorded Hermes session: approval card, clarify batch held for the phone and answered, only what the rules allow',
+    {
+      timeout: 150_000,
+    },
+    async () => {
+      await replaySession((stateDir, event, stdin) => runBridge(stateDir, event, stdin));
+    },
+  );
+});
+
+describe('the hook endpoint', () => {
   it('refuses a caller without the boot token', async () => {
     const host = await startHost(testConfig(home.root));
     const response = await fetch(`${host.url}/_conduit/hook`, {
@@ -80,66 +144,72 @@ describe('conduit hook (the plain-JS bridge)', () => {
   });
 });
 
-describe('replaying a recorded Hermes session', { timeout: 150_000 }, () => {
-  it('sends the approval card, holds the clarify batch for the phone, returns its answers, and sends only what the rules allow', async () => {
-    const host = await startHost(testConfig(home.root));
-    const lines = readFileSync(FIXTURE, 'utf8').trim().split('\n');
-    const outputs: string[] = [];
-    for (const line of lines) {
-      const payload = JSON.parse(line) as { hook_event_name: string; tool_name?: string };
-      const running = runBridge(stateDirOf(home.root), payload.hook_event_name, line);
-      if (payload.hook_event_name === 'pre_tool_call') {
-        // The phone answers the parked batch through the relay, one question at a time.
-        let requestId: string | undefined;
-        for (let i = 0; i < 200 && !requestId; i++) {
-          await new Promise((resolve) => setTimeout(resolve, 10));
-          requestId = [...relay.decisions.keys()][0];
-        }
-        relay.answer(requestId!, { release: 'v1.4 (recommended)' });
-        await new Promise((resolve) => setTimeout(resolve, 30));
-        relay.answer(requestId!, { notify: '["team","customers"]' });
+async function replaySession(
+  runBridge: (stateDir: string, event: string, stdin: string) => Promise<{ code: number | null; stdout: string }>,
+): Promise<void> {
+  const host = await startHost(testConfig(home.root));
+  const lines = readFileSync(FIXTURE, 'utf8').trim().split('\n');
+  const outputs: string[] = [];
+  for (const line of lines) {
+    const payload = JSON.parse(line) as { hook_event_name: string; tool_name?: string };
+    const running = runBridge(stateDirOf(home.root), payload.hook_event_name, line);
+    if (payload.hook_event_name === 'pre_tool_call') {
+      // The phone answers the parked batch through the relay, one question at a time.
+      // (The approval card before it is parked too; the clarify batch is the one with questions.)
+      let requestId: string | undefined;
+      for (let i = 0; i < 200 && !requestId; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        requestId = [...relay.decisions].find(([, d]) => d.questions.length > 0)?.[0];
       }
-      const result = await running;
-      expect(result.code).toBe(0);
-      outputs.push(result.stdout);
+      // While the bridge waits, its token is on no command line (`ps` shows every argv).
+      expect(commandLinesWith(host.hookToken)).toEqual([]);
+      relay.answer(requestId!, { release: 'v1.4 (recommended)' });
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      relay.answer(requestId!, { notify: '["team","customers"]' });
     }
-    host.notifier.flushDueReplies();
-    await host.queue.whenIdle();
-    await host.app.close();
+    const result = await running;
+    expect(result.code).toBe(0);
+    outputs.push(result.stdout);
+  }
+  host.notifier.flushDueReplies();
+  await host.queue.whenIdle();
+  await host.app.close();
 
-    const clarifyOut = outputs[3] ?? '';
-    const block = JSON.parse(clarifyOut) as { action: string; message: string };
-    expect(block.action).toBe('block');
-    expect(JSON.parse(block.message)).toEqual({
-      responses: [
-        {
-          id: 'release',
-          question: 'Which release should ship?',
-          choices_offered: ['v1.4 (recommended)', 'v1.5-beta'],
-          user_response: 'v1.4',
-        },
-        {
-          id: 'notify',
-          question: 'Who should hear about it?',
-          choices_offered: ['team', 'customers', 'nobody'],
-          user_response: ['team', 'customers'],
-        },
-      ],
-    });
-    const sent = relay.events.map((e) => e.body);
-    expect(sent.map((e) => e.type)).toEqual(['approval.needed', 'input.needed', 'response.ready', 'turn.failed']);
-    expect(sent[0]).toMatchObject({
-      decision: { kind: 'approval', session_key: 'agent:main:cli:20260101_090000_a1b2c3', choices: ['once', 'deny'] },
-    });
-    expect(sent[1]).toMatchObject({
-      body: 'Which release should ship?',
-      decision: { kind: 'clarify', questions: [{ qid: 'release' }, { qid: 'notify', multi_select: true }] },
-    });
-    expect(sent[2]).toMatchObject({ body: 'Done The build folder is gone. Shipping v1.4.' });
-    expect(sent[3]).not.toHaveProperty('body');
-    expect(relay.released).toEqual([]);
+  const clarifyOut = outputs[3] ?? '';
+  const block = JSON.parse(clarifyOut) as { action: string; message: string };
+  expect(block.action).toBe('block');
+  expect(JSON.parse(block.message)).toEqual({
+    responses: [
+      {
+        id: 'release',
+        question: 'Which release should ship?',
+        choices_offered: ['v1.4 (recommended)', 'v1.5-beta'],
+        user_response: 'v1.4',
+      },
+      {
+        id: 'notify',
+        question: 'Who should hear about it?',
+        choices_offered: ['team', 'customers', 'nobody'],
+        user_response: ['team', 'customers'],
+      },
+    ],
   });
-});
+  const sent = relay.events.map((e) => e.body);
+  expect(sent.map((e) => e.type)).toEqual(['approval.needed', 'input.needed', 'response.ready', 'turn.failed']);
+  expect(sent[0]).toMatchObject({
+    decision: { kind: 'approval', session_key: 'agent:main:cli:20260101_090000_a1b2c3', choices: ['once', 'deny'] },
+  });
+  expect(sent[1]).toMatchObject({
+    body: 'Which release should ship?',
+    decision: { kind: 'clarify', questions: [{ qid: 'release' }, { qid: 'notify', multi_select: true }] },
+  });
+  expect(sent[2]).toMatchObject({ body: 'Done The build folder is gone. Shipping v1.4.' });
+  expect(sent[3]).not.toHaveProperty('body');
+  // The approval was answered in Hermes (post_approval_response), so its parked card is released;
+  // the clarify batch was answered on the phone and is not.
+  const approvalId = (sent[0] as { decision: { request_id: string } }).decision.request_id;
+  expect(relay.released).toEqual([approvalId]);
+}
 
 describe('the conduit CLI', { timeout: 120_000 }, () => {
   it('`conduit hook <event>` runs the same bridge (exit 0, prints the answer)', async () => {

@@ -1,11 +1,16 @@
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { run, setupHermes, type SetupOptions } from '../../src/bridge/setup-hermes.js';
+import { chooseHookRunner, hookRunner } from '../../src/bridge/bridge-script.js';
+import { mcpUrl, run, setupHermes, type SetupOptions } from '../../src/bridge/setup-hermes.js';
 import { BRIDGED_HOOKS } from '../../src/bridge/hook-payload.js';
+import { readOrCreateMcpToken } from '../../src/mcp/mcp-token.js';
 import { tempHermesHome } from '../support/config.js';
-import { BRIDGE } from '../support/host.js';
+
+const SH_RUNNER = hookRunner('sh', '/bin/sh');
+const NODE_RUNNER = hookRunner('node', '/usr/bin/node');
+const MCP_TOKEN = 'mcp-token-for-tests-0123456789abcdef0123';
 
 const USER_CONFIG = `# my Hermes settings
 model:
@@ -26,8 +31,8 @@ beforeEach(() => {
   options = {
     profileHome,
     stateDir: path.join(home.root, 'conduit-host'),
-    bridgeScript: BRIDGE,
-    nodePath: '/usr/bin/node',
+    runner: SH_RUNNER,
+    mcp: { url: mcpUrl(9119, 'work'), token: MCP_TOKEN },
     remove: false,
     now: new Date('2026-01-01T00:00:00Z'),
   };
@@ -35,25 +40,39 @@ beforeEach(() => {
 afterEach(() => home.cleanup());
 
 const config = () => readFileSync(path.join(options.profileHome, 'config.yaml'), 'utf8');
+const allowlist = () =>
+  JSON.parse(readFileSync(path.join(options.profileHome, 'shell-hooks-allowlist.json'), 'utf8')) as {
+    approvals: { event: string; command: string }[];
+  };
+
+interface ParsedConfig {
+  hooks: Record<string, { command: string; matcher?: string; timeout: number }[]>;
+  mcp_servers?: Record<string, { url: string; headers: Record<string, string>; [key: string]: unknown }>;
+  toolsets: string[];
+}
 
 describe('conduit setup-hermes', () => {
-  it('adds the hooks, keeps the user settings and comments, and is idempotent', async () => {
+  it('adds the hooks and the MCP entry, keeps the user settings and comments, and is idempotent', async () => {
     const first = await setupHermes(options);
     const written = config();
     expect(first.changed).toBe(true);
     expect(written).toContain('# my Hermes settings');
     expect(written).toContain('# the good one');
     expect(written).toContain('# keep me');
-    const parsed = parse(written) as {
-      hooks: Record<string, { command: string; matcher?: string; timeout: number }[]>;
-      toolsets: string[];
-    };
+    const parsed = parse(written) as ParsedConfig;
     expect(parsed.toolsets).toEqual(['web', 'terminal']);
     for (const event of BRIDGED_HOOKS) {
-      const ours = parsed.hooks[event]?.filter((h) => h.command.includes('conduit-hook.mjs')) ?? [];
+      const ours = parsed.hooks[event]?.filter((h) => h.command.includes('conduit-hook.')) ?? [];
       expect(ours).toHaveLength(1);
-      expect(ours[0]?.command).toBe(`/usr/bin/node ${BRIDGE} --state ${options.stateDir} ${event}`);
+      expect(ours[0]?.command).toBe(`/bin/sh ${SH_RUNNER.script} --state ${options.stateDir} ${event}`);
     }
+    expect(SH_RUNNER.script).toMatch(/bin\/conduit-hook\.sh$/);
+    expect(parsed.mcp_servers).toEqual({
+      conduit: {
+        url: 'http://127.0.0.1:9119/_conduit/mcp?profile=work',
+        headers: { Authorization: `Bearer ${MCP_TOKEN}` },
+      },
+    });
     expect(parsed.hooks.pre_tool_call?.[0]).toMatchObject({ matcher: 'clarify', timeout: 300 });
     expect(parsed.hooks.post_llm_call?.[0]?.command).toBe('/usr/local/bin/my-logger');
     expect(statSync(path.join(options.profileHome, 'config.yaml')).mode & 0o777).toBe(0o600);
@@ -62,27 +81,94 @@ describe('conduit setup-hermes', () => {
     expect(second.changed).toBe(false);
     expect(config()).toBe(written);
 
-    const allowlist = JSON.parse(
-      readFileSync(path.join(options.profileHome, 'shell-hooks-allowlist.json'), 'utf8'),
-    ) as {
-      approvals: { event: string; command: string }[];
-    };
-    expect(allowlist.approvals.map((a) => a.event)).toEqual([...BRIDGED_HOOKS]);
+    expect(allowlist().approvals.map((a) => a.event)).toEqual([...BRIDGED_HOOKS]);
+    expect(allowlist().approvals[0]?.command).toBe(
+      `/bin/sh ${SH_RUNNER.script} --state ${options.stateDir} ${BRIDGED_HOOKS[0]}`,
+    );
   });
 
   it('--remove takes out only our entries and leaves the rest as it was', async () => {
     await setupHermes(options);
     await setupHermes({ ...options, remove: true });
     const after = config();
-    expect(after).not.toContain('conduit-hook.mjs');
+    expect(after).not.toContain('conduit-hook.');
+    expect(after).not.toContain('mcp_servers');
     expect(after).toContain('# keep me');
     expect(parse(after)).toEqual(parse(USER_CONFIG));
-    const allowlist = JSON.parse(
-      readFileSync(path.join(options.profileHome, 'shell-hooks-allowlist.json'), 'utf8'),
-    ) as {
-      approvals: unknown[];
-    };
-    expect(allowlist.approvals).toEqual([]);
+    expect(allowlist().approvals).toEqual([]);
+  });
+
+  it('switching between the sh and the Node bridge replaces our entries, never doubles them', async () => {
+    await setupHermes(options);
+    await setupHermes({ ...options, runner: NODE_RUNNER });
+    const parsed = parse(config()) as ParsedConfig;
+    for (const event of BRIDGED_HOOKS) {
+      const ours = parsed.hooks[event]?.filter((h) => h.command.includes('conduit-hook.')) ?? [];
+      expect(ours.map((h) => h.command)).toEqual([
+        `/usr/bin/node ${NODE_RUNNER.script} --state ${options.stateDir} ${event}`,
+      ]);
+    }
+    expect(allowlist().approvals).toHaveLength(BRIDGED_HOOKS.length);
+    expect(allowlist().approvals.every((a) => a.command.startsWith('/usr/bin/node '))).toBe(true);
+    await setupHermes({ ...options, runner: NODE_RUNNER, remove: true });
+    expect(parse(config())).toEqual(parse(USER_CONFIG));
+  });
+
+  it("keeps the user's additions to our MCP entry and their other servers; a new token replaces the old", async () => {
+    writeFileSync(
+      path.join(options.profileHome, 'config.yaml'),
+      USER_CONFIG +
+        `mcp_servers:
+  time: # my clock
+    command: uvx
+    args: [mcp-server-time]
+  conduit:
+    url: "http://127.0.0.1:9119/_conduit/mcp?profile=work"
+    enabled: false # not today
+    tools:
+      include: [conduit_status]
+`,
+    );
+    await setupHermes(options);
+    await setupHermes({ ...options, mcp: { ...options.mcp, token: 'another-token-0123456789abcdef0123456' } });
+    const written = config();
+    expect(written).toContain('# my clock');
+    expect(written).toContain('# not today');
+    const parsed = parse(written) as ParsedConfig;
+    expect(parsed.mcp_servers?.time).toEqual({ command: 'uvx', args: ['mcp-server-time'] });
+    expect(parsed.mcp_servers?.conduit).toEqual({
+      url: 'http://127.0.0.1:9119/_conduit/mcp?profile=work',
+      enabled: false,
+      tools: { include: ['conduit_status'] },
+      headers: { Authorization: 'Bearer another-token-0123456789abcdef0123456' },
+    });
+    await setupHermes({ ...options, remove: true });
+    expect(parse(config())).toMatchObject({ mcp_servers: { time: { command: 'uvx' } } });
+    expect((parse(config()) as ParsedConfig).mcp_servers).not.toHaveProperty('conduit');
+  });
+
+  it('refuses to overwrite an mcp_servers.conduit entry that is not ours, and --remove leaves it', async () => {
+    const foreign = USER_CONFIG + 'mcp_servers:\n  conduit:\n    command: my-own-conduit\n';
+    writeFileSync(path.join(options.profileHome, 'config.yaml'), foreign);
+    await expect(setupHermes(options)).rejects.toThrow(/not the Conduit host's entry/);
+    expect(config()).toBe(foreign);
+    await setupHermes({ ...options, remove: true });
+    expect(parse(config())).toEqual(parse(foreign));
+  });
+
+  it('installs the sh bridge when curl is on PATH at setup time, the Node bridge otherwise or when asked', () => {
+    const bin = path.join(home.root, 'bin');
+    mkdirSync(bin);
+    expect(chooseHookRunner({ pathList: bin, nodePath: '/usr/bin/node' }).runner.kind).toBe('node');
+    writeFileSync(path.join(bin, 'curl'), '#!/bin/sh\n');
+    expect(chooseHookRunner({ pathList: bin, nodePath: '/usr/bin/node' }).runner.kind).toBe('node');
+    chmodSync(path.join(bin, 'curl'), 0o755);
+    const found = chooseHookRunner({ pathList: `relative:${bin}`, nodePath: '/usr/bin/node' });
+    expect(found).toMatchObject({ runner: { kind: 'sh', interpreter: '/bin/sh' }, curl: path.join(bin, 'curl') });
+    expect(chooseHookRunner({ pathList: bin, nodePath: '/usr/bin/node', preferNode: true }).runner).toMatchObject({
+      kind: 'node',
+      interpreter: '/usr/bin/node',
+    });
   });
 
   it('refuses a config.yaml it cannot parse, leaving it unchanged; an unknown profile is an error', async () => {
@@ -91,9 +177,22 @@ describe('conduit setup-hermes', () => {
     expect(config()).toBe('hooks: [unclosed\n');
     mkdirSync(path.join(home.root, 'profiles', 'empty'));
     expect(await run(['--home', home.root, '--profile', 'missing'])).toBe(1);
-    expect(await run(['--home', home.root, '--profile', 'empty'])).toBe(0);
-    expect(readFileSync(path.join(home.root, 'profiles', 'empty', 'config.yaml'), 'utf8')).toContain(
-      'conduit-hook.mjs',
-    );
+    expect(await run(['--home', home.root, '--profile', 'empty', '--port', '70000'])).toBe(2);
+    expect(await run(['--home', home.root, '--profile', 'empty', '--port', '9200'])).toBe(0);
+    const written = parse(
+      readFileSync(path.join(home.root, 'profiles', 'empty', 'config.yaml'), 'utf8'),
+    ) as ParsedConfig;
+    // This machine has curl, so the CLI installs the sh bridge; the token is the service's own.
+    expect(written.hooks.pre_llm_call?.[0]?.command).toMatch(/^\/bin\/sh \S+\/bin\/conduit-hook\.sh --state /);
+    const token = await readOrCreateMcpToken(path.join(home.root, 'conduit-host'));
+    expect(written.mcp_servers?.conduit).toEqual({
+      url: 'http://127.0.0.1:9200/_conduit/mcp?profile=empty',
+      headers: { Authorization: `Bearer ${token}` },
+    });
+    expect(await run(['--home', home.root, '--profile', 'empty', '--node-hook'])).toBe(0);
+    const node = parse(readFileSync(path.join(home.root, 'profiles', 'empty', 'config.yaml'), 'utf8')) as ParsedConfig;
+    expect(node.hooks.pre_llm_call?.map((h) => h.command)).toEqual([
+      `${process.execPath} ${NODE_RUNNER.script} --state ${path.join(home.root, 'conduit-host')} pre_llm_call`,
+    ]);
   });
 });
