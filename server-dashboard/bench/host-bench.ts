@@ -5,26 +5,32 @@
  *    host service; time from the turn-end hook reaching the service to the relay's 202 for its event.
  *    The relay allows 30 events a minute per installation, so the samples are spread over several
  *    paired profiles.
- * 2. hook command round trip (p95): the plain-JS bridge as Hermes runs it, process start included.
+ * 2. hook command round trip (p50/p95): each bridge setup-hermes can install (sh + curl, Node), run
+ *    as Hermes runs the command it wrote, process start included, with the load average and the
+ *    bridge processes' CPU time (which load does not move).
  * 3. queue throughput with a slow relay (every POST takes RELAY_DELAY_MS), and how long hooks wait.
  * 4. enqueue p99 inside the service (DeliveryQueue.enqueue with the spool on).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
 import { createRelayClient } from '@conduit/generated/relay/client';
 import { buildHost } from '../src/app.js';
+import { chooseHookRunner, findOnPath, hookRunner, type BridgeKind } from '../src/bridge/bridge-script.js';
 import { writeRuntimeFile } from '../src/bridge/runtime-file.js';
+import { mcpUrl, setupHermes } from '../src/bridge/setup-hermes.js';
 import { systemClock } from '../src/clock.js';
 import { DeliveryQueue } from '../src/delivery/delivery-queue.js';
 import { Spool } from '../src/delivery/spool.js';
 import { defaultLimits } from '../src/limits.js';
 import { silentLogger } from '../src/log.js';
 import { eventId } from '../src/notifier/event-id.js';
+import { VOICE_LIVE_PREFIX } from '../src/notifier/voice-note.js';
 import { buildEvent } from '../src/notifier/events.js';
 import { runPush, defaultPushDeps } from '../src/pairing/cli.js';
 
@@ -169,22 +175,92 @@ async function hookToRelayLatency(dataDir: string): Promise<void> {
   console.log(`  p50 ${ms(percentile(latencies, 50))}   p99 ${ms(percentile(latencies, 99))}`);
 
   await writeRuntimeFile(path.join(hermesHome, 'conduit-host'), { url, token: host.hookToken, pid: process.pid });
-  const bridge = path.join(ROOT, 'server-dashboard/bin/conduit-hook.mjs');
-  const payload = JSON.stringify({ hook_event_name: 'pre_llm_call', session_id: 's', profile: 'bench0', extra: {} });
-  const rounds: number[] = [];
-  for (let i = 0; i < HOOK_RUNS; i++) {
-    const t0 = performance.now();
-    await new Promise<void>((resolve) => {
-      const child = spawn(process.execPath, [bridge, '--state', path.join(hermesHome, 'conduit-host'), 'pre_llm_call']);
-      child.on('close', () => resolve());
-      child.stdin.end(payload);
-    });
-    rounds.push(performance.now() - t0);
-  }
-  console.log(`hook command round trip (${HOOK_RUNS} runs of node bin/conduit-hook.mjs, process start included):`);
-  console.log(`  p50 ${ms(percentile(rounds, 50))}   p95 ${ms(percentile(rounds, 95))}`);
+  await hookRoundTrip(hermesHome);
   await host.app.close();
   relay.child.kill('SIGTERM');
+}
+
+/** CPU time (user + system, ms) of this process's waited-for children, from /proc (Linux). */
+function childrenCpuMs(): number {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ') ?? [];
+    // Fields after the command: state is [0], so utime…cstime (14–17 in proc(5)) are [11]…[14].
+    return ((Number(fields[13]) + Number(fields[14])) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * The hook command round trip as Hermes runs it: setup-hermes writes each bridge into a profile's
+ * config.yaml, and the command found there is run split into argv (no shell), the payload on stdin,
+ * process start included. The two bridges alternate run by run, so a change of load hits both alike;
+ * the CPU time of the bridge processes is the figure that load does not move.
+ */
+async function hookRoundTrip(hermesHome: string): Promise<void> {
+  const stateDir = path.join(hermesHome, 'conduit-host');
+  const installed = chooseHookRunner({ pathList: process.env.PATH, nodePath: process.execPath }).runner.kind;
+  const kinds = [...new Set<BridgeKind>([installed, 'sh', 'node'])].filter(
+    (kind) => kind === 'node' || findOnPath('curl', process.env.PATH) !== null,
+  );
+  const commands = new Map<BridgeKind, string[]>();
+  for (const kind of kinds) {
+    const profileHome = path.join(hermesHome, 'profiles', `setup-${kind}`);
+    mkdirSync(profileHome, { recursive: true });
+    await setupHermes({
+      profileHome,
+      stateDir,
+      runner: hookRunner(kind, kind === 'sh' ? '/bin/sh' : process.execPath),
+      mcp: { url: mcpUrl(9119, `setup-${kind}`), token: 'bench-mcp-token-0123456789abcdef0123456' },
+      remove: false,
+      now: new Date(),
+    });
+    const config = parse(readFileSync(path.join(profileHome, 'config.yaml'), 'utf8')) as {
+      hooks: Record<string, { command: string }[]>;
+    };
+    const command = config.hooks.pre_llm_call?.[0]?.command;
+    if (!command) throw new Error(`setup-hermes wrote no pre_llm_call hook for ${kind}`);
+    commands.set(kind, command.split(' '));
+  }
+  // A voice turn's first message, so the service answers with context: a bridge that never reached
+  // the service (and exits 0 silently, as it must) cannot pass for a fast one.
+  const payload = JSON.stringify({
+    hook_event_name: 'pre_llm_call',
+    session_id: 's',
+    profile: 'bench0',
+    extra: { user_message: `${VOICE_LIVE_PREFIX}] hello` },
+  });
+  const rounds = new Map<BridgeKind, number[]>(kinds.map((kind) => [kind, []]));
+  const cpu = new Map<BridgeKind, number>(kinds.map((kind) => [kind, 0]));
+  const load0 = os.loadavg()[0] ?? NaN;
+  for (let i = 0; i < HOOK_RUNS; i++) {
+    for (const kind of kinds) {
+      const [file, ...args] = commands.get(kind)!;
+      const cpu0 = childrenCpuMs();
+      const t0 = performance.now();
+      const answered = await new Promise<boolean>((resolve) => {
+        const child = spawn(file!, args, { stdio: ['pipe', 'pipe', 'ignore'] });
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        child.on('close', (code) => resolve(code === 0 && out.includes('"context"')));
+        child.stdin.end(payload);
+      });
+      rounds.get(kind)!.push(performance.now() - t0);
+      cpu.set(kind, cpu.get(kind)! + childrenCpuMs() - cpu0);
+      if (!answered) throw new Error(`the ${kind} bridge did not bring back the service's answer`);
+    }
+  }
+  const load1 = os.loadavg()[0] ?? NaN;
+  console.log(
+    `hook command round trip (${HOOK_RUNS} runs per bridge, alternating, the command setup-hermes writes, process start included; load ${load0.toFixed(1)} → ${load1.toFixed(1)}):`,
+  );
+  for (const kind of kinds) {
+    const times = rounds.get(kind)!;
+    const label = kind === 'sh' ? 'sh + curl' : 'node    ';
+    console.log(
+      `  ${label}  p50 ${ms(percentile(times, 50))}   p95 ${ms(percentile(times, 95))}   bridge CPU ${ms(cpu.get(kind)! / HOOK_RUNS)} per run${kind === installed ? '   (installed here)' : ''}`,
+    );
+  }
 }
 
 async function slowRelayThroughput(dataDir: string): Promise<void> {
