@@ -64,7 +64,11 @@ export class ApprovalCards {
     const sessionKey = hookString(payload, 'session_key') ?? '';
     for (const card of book.raised(profile, payload)) card.stop();
     const decision = event.decision?.kind === 'approval' ? event.decision : undefined;
-    if (!sessionKey || !decision || this.closing) {
+    // Parked only when a relay answer can reach Hermes (an API server and the run that waits); otherwise
+    // the phone would be told "answered" for an answer nobody passes on. The card still notifies.
+    const found = sessionKey ? book.lookup(profile, sessionKey) : undefined;
+    const reachable = this.ports.hermes !== null && found?.state === 'pending' && found.runId !== undefined;
+    if (!sessionKey || !decision || !reachable || this.closing) {
       this.ports.enqueue(profile, event);
       return;
     }

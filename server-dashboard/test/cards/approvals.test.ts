@@ -264,11 +264,29 @@ describe('approval cards answered through the relay', () => {
     relay.deliverable = true;
     await callHook(h.url, h.hookToken, {
       ...approvalHook('ks'),
-      extra: { ...approvalHook('ks').extra, turn_id: 't3' },
+      extra: { ...approvalHook('ks').extra, turn_id: 't3', run_id: 'run_s' },
     });
     const parked = await parkedDecision('ks');
     await h.app.close();
     expect(relay.released).toContain(parked);
+  });
+
+  it('a card no relay answer could reach Hermes with (no run id, or no API server) is not parked', async () => {
+    const h = await host();
+    await callHook(h.url, h.hookToken, approvalHook('no-run'));
+    await eventually('the first card', () => relay.events.length === 1);
+    await h.app.close();
+    const without = await host(false);
+    await callHook(without.url, without.hookToken, {
+      ...approvalHook('no-api', 'run_x'),
+      extra: { ...approvalHook('no-api', 'run_x').extra, turn_id: 't9' },
+    });
+    await eventually('the second card', () => relay.events.length === 2);
+    await without.app.close();
+    const cards = relay.events.map((e) => e.body.decision as { session_key: string; request_id?: string });
+    expect(cards.map((c) => c.session_key)).toEqual(['no-run', 'no-api']);
+    expect(cards.every((c) => c.request_id === undefined)).toBe(true);
+    expect(relay.decisions.size).toBe(0);
   });
 
   it('with E2E on, the card is parked through the sealed envelope and only a sealed answer is taken', async () => {
