@@ -63,6 +63,13 @@ export class ApprovalCards {
     const { book } = this.ports;
     const sessionKey = hookString(payload, 'session_key') ?? '';
     for (const card of book.raised(profile, payload)) card.stop();
+    const existing = sessionKey ? book.card(profile, sessionKey) : undefined;
+    if (existing?.eventId === event.event_id) return; // the same approval again: its card is out already
+    if (existing) {
+      // A new approval in the session: the old card must not answer it.
+      existing.stop();
+      book.detachCard(profile, sessionKey, existing);
+    }
     const decision = event.decision?.kind === 'approval' ? event.decision : undefined;
     // Parked only when a relay answer can reach Hermes (an API server and the run that waits); otherwise
     // the phone would be told "answered" for an answer nobody passes on. The card still notifies.
@@ -72,9 +79,6 @@ export class ApprovalCards {
       this.ports.enqueue(profile, event);
       return;
     }
-    const existing = book.card(profile, sessionKey);
-    if (existing?.eventId === event.event_id) return; // the same approval again: its card is out already
-    existing?.stop();
     const pairing = await this.ports.readPairing(profile).catch(() => null);
     if (!pairing) {
       this.ports.enqueue(profile, event); // the queue reports "unpaired" and drops it

@@ -271,6 +271,25 @@ describe('approval cards answered through the relay', () => {
     expect(relay.released).toContain(parked);
   });
 
+  it('a repeated hook parks no second card; a new approval in the session retires the old card', async () => {
+    hermes.waiting.add('run_2');
+    const h = await host();
+    await callHook(h.url, h.hookToken, approvalHook('kr', 'run_1'));
+    const first = await parkedDecision('kr');
+    await callHook(h.url, h.hookToken, approvalHook('kr', 'run_1'));
+    await callHook(h.url, h.hookToken, {
+      ...approvalHook('kr', 'run_2'),
+      extra: { ...approvalHook('kr', 'run_2').extra, turn_id: 't-next', command: 'make clean' },
+    });
+    await eventually('the old card released', () => relay.released.includes(first));
+    const second = await eventually('the new card', () => [...relay.decisions.keys()].find((id) => id !== first));
+    expect(relay.decisions.size).toBe(2);
+    relay.answer(second, 'once');
+    await eventually('the approval in Hermes', () => hermes.approvals.length === 1);
+    expect(hermes.approvals[0]).toMatchObject({ runId: 'run_2', body: { choice: 'once' } });
+    await h.app.close();
+  });
+
   it('a card no relay answer could reach Hermes with (no run id, or no API server) is not parked', async () => {
     const h = await host();
     await callHook(h.url, h.hookToken, approvalHook('no-run'));
