@@ -8,6 +8,7 @@
  * through the relay's device API too and reaches the (fake) Hermes API server run that waits on it.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -17,6 +18,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboardClient } from '@conduit/generated/dashboard/client';
 import { createRelayClient } from '@conduit/generated/relay/client';
+import { sealAnswer } from '@conduit/server-dashboard/crypto/e2e-answer';
 import { openNotification } from '@conduit/server-dashboard/crypto/e2e-device';
 import { deriveE2eKeys } from '@conduit/server-dashboard/crypto/e2e-keys';
 import { freePort, launch, REPO_ROOT, type Launched } from '../suite/launch.js';
@@ -417,5 +419,45 @@ describe('host service with a real relay', { timeout: 180_000 }, () => {
       Math.floor(Date.now() / 1000),
     );
     expect(inner).toMatchObject({ title: 'Release prep', body: 'Sealed reply text', session_id: SESSION });
+
+    // A sealed approval card is parked too (the envelope's req); only an answer sealed by the phone counts.
+    const keys = deriveE2eKeys(kid, new Uint8Array(secret));
+    const phone = createRelayClient({ baseUrl: relay.url, headers: { authorization: deviceAuth } });
+    const cardAt = captured().length;
+    await replay([
+      {
+        hook_event_name: 'pre_approval_request',
+        session_id: 'sealed-api-session',
+        profile: 'default',
+        cwd: '/srv',
+        extra: { session_key: 'agent:main:api:9', description: 'Reboot', turn_id: 'tr9', run_id: 'run_e2e_9' },
+      },
+    ]);
+    const card = await until('the sealed approval card', () => captured()[cardAt]);
+    const sealedCard = card.notification.payload.conduit_e2e as Parameters<typeof openNotification>[0] & {
+      req: string;
+    };
+    expect(JSON.stringify(card)).not.toContain('Reboot');
+    const opened = openNotification(
+      sealedCard,
+      'approval.needed',
+      keys,
+      { installationId: credentials.installation_id, gatewayId: credentials.gateway_id },
+      Math.floor(Date.now() / 1000),
+    );
+    expect(opened).toMatchObject({ decision: { kind: 'approval', request_id: sealedCard.req } });
+    const binding = {
+      installationId: credentials.installation_id,
+      gatewayId: credentials.gateway_id,
+      requestId: sealedCard.req,
+      questionId: '',
+    };
+    const answered = await phone.POST('/v1/decisions/{id}/respond', {
+      params: { path: { id: sealedCard.req } },
+      body: { answer: sealAnswer('deny', keys, binding, randomBytes(12)), gateway_id: credentials.gateway_id },
+    });
+    expect(answered.data).toEqual({ status: 'answered' });
+    await until('the sealed approval in Hermes', () => hermesApprovals.find((a) => a.runId === 'run_e2e_9'));
+    expect(hermesApprovals.at(-1)).toEqual({ runId: 'run_e2e_9', body: { choice: 'deny' } });
   });
 });
