@@ -308,6 +308,24 @@ describe('approval cards answered through the relay', () => {
     expect(relay.decisions.size).toBe(0);
   });
 
+  it('with redact on, the card carries generic text and its request id, and stays answerable', async () => {
+    writePairing(home.root, relay.url, { redact_content: true, redact_key: 'a'.repeat(64) });
+    hermes.waiting.add('run_red');
+    const h = await host();
+    await callHook(h.url, h.hookToken, approvalHook('k-red', 'run_red'));
+    const id = await parkedDecision('k-red');
+    expect(relay.events.at(-1)?.body.decision).toEqual({
+      kind: 'approval',
+      description: 'Hermes needs your approval. Open Conduit for details.',
+      session_key: 'k-red',
+      choices: ['once', 'deny'],
+      request_id: id,
+    });
+    relay.answer(id, 'once');
+    await eventually('the approval in Hermes', () => hermes.approvals.length === 1);
+    await h.app.close();
+  });
+
   it('with E2E on, the card is parked through the sealed envelope and only a sealed answer is taken', async () => {
     const secret = Buffer.alloc(32, 7);
     const kid = 'ab12cd34'.repeat(4);
