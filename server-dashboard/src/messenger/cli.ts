@@ -85,7 +85,7 @@ function status(config: MessengerConfig): number {
         `inbox:             bound to this token and origin`,
         `checkpoint:        ${inbox.checkpoint()}`,
         `full sync:         ${fs === null ? 'never' : `through ${fs.throughSequence} (${fs.chatCount} chats, ${fs.messageCount} messages)`}`,
-        `events:            ${b.pending} pending, ${b.processing + b.dispatched} in progress, ${b.completed} completed, ${b.ignored} ignored`,
+        `events:            ${b.pending} pending, ${b.processing + b.dispatched} in progress, ${b.completed} completed, ${b.ignored} ignored, ${b.held} reactions held for the next turn`,
       );
     } finally {
       inbox.close();

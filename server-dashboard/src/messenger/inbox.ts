@@ -9,7 +9,9 @@
  *
  * Row states: pending → processing → dispatched → completed | ignored; a retry puts a row back to
  * pending. A row becomes processing when taken, dispatched just before it is handed to Hermes, and
- * is settled (completed/ignored) only when the turn that consumed it ends successfully.
+ * is settled (completed/ignored) only when the turn that consumed it ends successfully. A reaction
+ * for a backend without a reaction handler is `held` until the next turn in its chat carries it to
+ * Hermes; that turn settles it.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -31,7 +33,7 @@ import {
 
 export const INBOX_FILE = 'inbox.sqlite3';
 
-export type EventStatus = 'pending' | 'processing' | 'dispatched' | 'completed' | 'ignored';
+export type EventStatus = 'pending' | 'processing' | 'dispatched' | 'held' | 'completed' | 'ignored';
 
 export interface InboxRow {
   rowid: number;
@@ -42,6 +44,29 @@ export interface InboxRow {
   /** Hermes runs that ended failed/cancelled for this event; names the next run's Idempotency-Key. */
   failedTurns: number;
   lastError: string | null;
+}
+
+const ROW_COLUMNS = 'SELECT rowid, event_id, envelope_json, attempt_count, failed_turns, last_error FROM events';
+
+interface StoredRow {
+  rowid: number;
+  event_id: string;
+  envelope_json: string;
+  attempt_count: number;
+  failed_turns: number;
+  last_error: string | null;
+}
+
+function inboxRow(r: StoredRow, status: EventStatus): InboxRow {
+  return {
+    rowid: r.rowid,
+    eventId: r.event_id,
+    envelope: JSON.parse(r.envelope_json) as WebhookEnvelope,
+    status,
+    attemptCount: r.attempt_count,
+    failedTurns: r.failed_turns,
+    lastError: r.last_error,
+  };
 }
 
 export interface SnapshotChat {
@@ -373,35 +398,15 @@ export class Inbox {
   /** Takes the oldest pending row: pending → processing, attempt_count + 1. */
   nextPending(): InboxRow | null {
     const take = this.db.transaction((): InboxRow | null => {
-      const row = this.db
-        .prepare(
-          "SELECT rowid, event_id, envelope_json, attempt_count, failed_turns, last_error FROM events WHERE status = 'pending' ORDER BY rowid LIMIT 1",
-        )
-        .get() as
-        | {
-            rowid: number;
-            event_id: string;
-            envelope_json: string;
-            attempt_count: number;
-            failed_turns: number;
-            last_error: string | null;
-          }
-        | undefined;
+      const row = this.db.prepare(`${ROW_COLUMNS} WHERE status = 'pending' ORDER BY rowid LIMIT 1`).get() as
+        StoredRow | undefined;
       if (row === undefined) return null;
       this.db
         .prepare(
           "UPDATE events SET status = 'processing', attempt_count = attempt_count + 1, updated_at = ? WHERE rowid = ?",
         )
         .run(this.stamp(), row.rowid);
-      return {
-        rowid: row.rowid,
-        eventId: row.event_id,
-        envelope: JSON.parse(row.envelope_json) as WebhookEnvelope,
-        status: 'processing',
-        attemptCount: row.attempt_count + 1,
-        failedTurns: row.failed_turns,
-        lastError: row.last_error,
-      };
+      return inboxRow({ ...row, attempt_count: row.attempt_count + 1 }, 'processing');
     });
     return this.relaxed(() => take.immediate());
   }
@@ -426,7 +431,24 @@ export class Inbox {
 
   /** Settles rows consumed by a turn that ended successfully. */
   complete(eventIds: string[]): void {
-    this.setStatus(eventIds, 'completed', ['processing', 'dispatched', 'pending']);
+    this.setStatus(eventIds, 'completed', ['processing', 'dispatched', 'pending', 'held']);
+  }
+
+  /** A reaction that waits for the next turn in its chat (not requeued on open: it is not work). */
+  hold(eventId: string): void {
+    this.setStatus([eventId], 'held', ['processing']);
+  }
+
+  /**
+   * Held reactions of `chatId` that arrived before the row `beforeRowid`, oldest first, at most
+   * `limit`. The set depends only on what is stored, so a turn replayed after a crash carries the
+   * same reactions (and posts the same run body) as the attempt it replays.
+   */
+  heldReactionsBefore(beforeRowid: number, chatId: string, limit: number): InboxRow[] {
+    const rows = this.sql(
+      `${ROW_COLUMNS} WHERE status = 'held' AND rowid < ? AND json_extract(envelope_json, '$.data.chat_id') = ? ORDER BY rowid LIMIT ?`,
+    ).all(beforeRowid, chatId, limit) as StoredRow[];
+    return rows.map((r) => inboxRow(r, 'held'));
   }
 
   ignore(eventId: string, reason: string): void {
@@ -452,7 +474,14 @@ export class Inbox {
   }
 
   backlog(): Record<EventStatus, number> & { oldestPendingAt: string | null } {
-    const counts: Record<EventStatus, number> = { pending: 0, processing: 0, dispatched: 0, completed: 0, ignored: 0 };
+    const counts: Record<EventStatus, number> = {
+      pending: 0,
+      processing: 0,
+      dispatched: 0,
+      held: 0,
+      completed: 0,
+      ignored: 0,
+    };
     for (const r of this.sql('SELECT status, count(*) AS n FROM events GROUP BY status').all() as {
       status: EventStatus;
       n: number;

@@ -14,7 +14,7 @@ import type { ChatIndex } from './chat-index.js';
 import type { Clock, Logger } from './clock.js';
 import type { GroupChatPolicy, ReplyToMode } from './config.js';
 import type { Inbox, InboxRow } from './inbox.js';
-import { approvalChoice, composeInboundText, mentionsAgent, senderOf } from './inbound-text.js';
+import { approvalChoice, composeInboundText, mentionsAgent, reactionDataLine, senderOf } from './inbound-text.js';
 import { planReply } from './outbound.js';
 import { RelayApiError, type MessageContent, type RelayApi, type SentReaction } from './relay-api.js';
 import { TypingIndicator } from './typing.js';
@@ -22,6 +22,8 @@ import { TypingIndicator } from './typing.js';
 export const RETRY_DELAY_MS = 1_000;
 /** Rows taken but not settled at once (turns waiting for their chat count too). */
 export const MAX_ROWS_IN_HAND = 64;
+/** Held reactions one turn carries at most (older ones first; the rest wait for the next turn). */
+export const MAX_REACTIONS_PER_TURN = 20;
 /** The largest inbound image handed to a turn (the reference streams at most 25 MiB). */
 export const MAX_INBOUND_IMAGE_BYTES = 25 * 1024 * 1024;
 
@@ -203,11 +205,16 @@ export class InboxProcessor {
     const parsed = reactionEvent.safeParse(row.envelope.data);
     if (!parsed.success) return this.o.inbox.ignore(row.eventId, 'invalid reaction payload');
     const r = parsed.data;
-    const handler = this.o.agent.onReaction;
-    if (handler === undefined) return this.o.inbox.ignore(row.eventId, 'no reaction handler');
     if (r.is_from_me) return this.o.inbox.ignore(row.eventId, 'own reaction');
     if (this.o.allowedContacts.size > 0 && !this.o.allowedContacts.has(r.from_handle.id)) {
       return this.o.inbox.ignore(row.eventId, 'reaction from a contact that is not allowed');
+    }
+    const handler = this.o.agent.onReaction;
+    if (handler === undefined) {
+      // No reaction surface (the Hermes API server has none): the reaction waits, durably, for the
+      // next turn in its chat, which carries it to Hermes as a data line and then settles it.
+      // Synchronous on purpose: it is held before any later message of the chat is taken.
+      return this.o.inbox.hold(row.eventId);
     }
     await handler({
       platform: 'relayapp',
@@ -223,6 +230,21 @@ export class InboxProcessor {
       raw_event: row.envelope.data,
     });
     this.o.inbox.complete([row.eventId]);
+  }
+
+  /** Reactions held for this turn, as data lines after the words, and the rows they settle. */
+  private heldReactions(row: InboxRow, chatId: string): { lines: string[]; eventIds: string[] } {
+    const lines: string[] = [];
+    const eventIds: string[] = [];
+    for (const held of this.o.inbox.heldReactionsBefore(row.rowid, chatId, MAX_REACTIONS_PER_TURN)) {
+      const r = reactionEvent.safeParse(held.envelope.data);
+      const type = held.envelope.event_type;
+      eventIds.push(held.eventId);
+      if (r.success && (type === 'reaction.added' || type === 'reaction.removed')) {
+        lines.push(reactionDataLine(type, r.data));
+      }
+    }
+    return { lines, eventIds };
   }
 
   /** Intake decisions, in the reference order: payload, direction, allowlist, group addressing, content. */
@@ -306,12 +328,13 @@ export class InboxProcessor {
     this.typing.start(chatId);
     try {
       const images = await this.inboundImages(event);
+      const reactions = this.heldReactions(row, chatId);
       const turn = await this.o.agent.startTurn({
         // A crash replay re-attaches to the same run; a run Hermes failed is retried as a new one.
         idempotencyKey:
           row.failedTurns === 0 ? `relay-turn-${row.eventId}` : `relay-turn-${row.eventId}-retry-${row.failedTurns}`,
         sessionId: `relayapp:${chatId}`,
-        input,
+        input: [input, ...reactions.lines].join('\n'),
         ...(images.length > 0 ? { images } : {}),
       });
       for await (const ev of turn.events) {
@@ -329,7 +352,7 @@ export class InboxProcessor {
         } else if (ev.kind === 'completed') {
           this.approvals.delete(chatId);
           await this.deliver(chatId, event, ev.output, ctx);
-          this.o.inbox.complete([row.eventId]);
+          this.o.inbox.complete([row.eventId, ...reactions.eventIds]);
           this.settled += 1;
           return;
         } else if (ev.kind === 'failed') {

@@ -11,7 +11,7 @@ import {
   RelayStateBindingError,
   tokenFingerprint,
 } from '../../src/messenger/state-binding.js';
-import { inboundMessage } from './fakes/fake-relay.js';
+import { chatHandle, envelope, inboundMessage } from './fakes/fake-relay.js';
 import { tempDir } from './harness.js';
 
 const ORIGIN = 'https://api.relayapp.im';
@@ -24,6 +24,60 @@ function open(dir: string, token = TOKEN, origin = ORIGIN): Inbox {
 function env(): WebhookEnvelope {
   return inboundMessage({ chatId: randomUUID(), senderId: randomUUID() }) as unknown as WebhookEnvelope;
 }
+
+function reaction(chatId: string): WebhookEnvelope {
+  return envelope('reaction.added', {
+    chat_id: chatId,
+    from_handle: chatHandle(randomUUID(), 'alice'),
+    message_id: randomUUID(),
+    part_index: 0,
+    reaction_type: 'like',
+    custom_emoji: null,
+    is_from_me: false,
+    reacted_at: '2026-01-01T00:00:00.000Z',
+  }) as unknown as WebhookEnvelope;
+}
+
+describe('held reactions', () => {
+  it('a turn sees the held reactions of its chat that arrived before it, the same set after a restart, and settles them', () => {
+    const dir = path.join(tempDir(), 'state');
+    const chatId = randomUUID();
+    const before = reaction(chatId);
+    const elsewhere = reaction(randomUUID());
+    const message = inboundMessage({ chatId, senderId: randomUUID() }) as unknown as WebhookEnvelope;
+    const after = reaction(chatId);
+    let inbox = open(dir);
+    inbox.acceptMany([
+      { sequence: 1n, envelope: before },
+      { sequence: 2n, envelope: elsewhere },
+      { sequence: 3n, envelope: message },
+      { sequence: 4n, envelope: after },
+    ]);
+    const ids = (rows: { eventId: string }[]) => rows.map((r) => r.eventId);
+    inbox.hold(inbox.nextPending()?.eventId ?? '');
+    inbox.hold(inbox.nextPending()?.eventId ?? '');
+    const turn = inbox.nextPending();
+    if (turn === null) throw new Error('no message row');
+    inbox.markDispatched(turn.eventId);
+    inbox.hold(inbox.nextPending()?.eventId ?? '');
+    expect(ids(inbox.heldReactionsBefore(turn.rowid, chatId, 20))).toEqual([before.event_id]);
+    expect(inbox.backlog()).toMatchObject({ held: 3, dispatched: 1, pending: 0 });
+    inbox.close();
+
+    // A crash: the message replays; held rows are not work and stay held, with the same set.
+    inbox = open(dir);
+    expect(inbox.status(turn.eventId)).toBe('pending');
+    expect(inbox.status(before.event_id)).toBe('held');
+    expect(ids(inbox.heldReactionsBefore(turn.rowid, chatId, 20))).toEqual([before.event_id]);
+    expect(inbox.nextPending()?.eventId).toBe(turn.eventId);
+    inbox.complete([turn.eventId, before.event_id]);
+    expect(inbox.status(before.event_id)).toBe('completed');
+    expect(inbox.status(after.event_id)).toBe('held');
+    expect(inbox.status(elsewhere.event_id)).toBe('held');
+    expect(inbox.heldReactionsBefore(turn.rowid, chatId, 20)).toEqual([]);
+    inbox.close();
+  });
+});
 
 describe('durable inbox', () => {
   it('opens in WAL mode with synchronous FULL, a 0700 directory and a 0600 database', () => {
