@@ -16,7 +16,7 @@ function isQuiet(frame: Int16Array): boolean {
 }
 
 /**
- * Removes near-silent frames from the start of one spoken reply (AUDIO.md §9), fed 20 ms frames at 48 kHz.
+ * Removes near-silent frames from the start of one spoken reply (AUDIO.md §9), fed 20 ms frames (48 kHz unless told).
  * Keeps 80 ms before the first non-quiet frame, scans at most one second, buffers at most four frames, and
  * passes everything after the onset through untouched. One instance per reply.
  */
@@ -26,6 +26,9 @@ export class LeadingSilenceTrimmer {
   private done = false;
   private trimmed = 0;
 
+  /** `frameSamples`: the length of the 20 ms frames it is fed (960 at 48 kHz, 480 at 24 kHz). */
+  constructor(private readonly frameSamples = FRAME_SAMPLES) {}
+
   /** Frames dropped so far. */
   get trimmedFrames(): number {
     return this.trimmed;
@@ -33,8 +36,8 @@ export class LeadingSilenceTrimmer {
 
   /** Feeds one frame; returns the frames to play now (possibly none). */
   push(frame: Int16Array): Int16Array[] {
-    if (frame.length !== FRAME_SAMPLES)
-      throw new RangeError(`leading-silence trimming needs ${FRAME_SAMPLES}-sample frames, got ${frame.length}`);
+    if (frame.length !== this.frameSamples)
+      throw new RangeError(`leading-silence trimming needs ${this.frameSamples}-sample frames, got ${frame.length}`);
     if (this.done) return [frame];
     this.scanned++;
     if (!isQuiet(frame)) {

@@ -7,7 +7,7 @@ import { SAMPLE_RATE_HZ } from '../audio/types.js';
 import type { Logger } from '../log.js';
 import { CallPeer } from '../media/call-peer.js';
 import type { FrameClock } from '../media/frame-clock.js';
-import { OpusDecoder, OpusEncoder } from '../media/opus-codec.js';
+import { OpusDecoder, OpusEncoder, outboundRateFor } from '../media/opus-codec.js';
 import { PacedOutput } from '../media/paced-output.js';
 import { TurnRunner, type TurnStage } from '../pipeline/turn-runner.js';
 import { VoiceInput } from '../pipeline/voice-input.js';
@@ -53,7 +53,7 @@ export class RealtimeCall {
   readonly output: PacedOutput;
   private readonly runner: TurnRunner;
   private readonly input: VoiceInput;
-  private readonly encoder = new OpusEncoder();
+  private readonly encoder: OpusEncoder;
   private readonly decoder = new OpusDecoder();
   private channel: RTCDataChannel | null = null;
   private readonly earlyEvents: string[] = [];
@@ -104,10 +104,16 @@ export class RealtimeCall {
       nowMs: clock.now,
       randomHex: services.randomHex,
     });
-    this.output = new PacedOutput(clock, (frame, info) => {
-      this.peer.sendOpus(this.encoder.encode(frame));
-      if (!info.silent && this.awaitingFirstFrame) this.firstReplyFrameSent(this.awaitingFirstFrame);
-    });
+    // Replies are framed and encoded at the speech provider's rate when libopus takes it (no resampling).
+    this.encoder = new OpusEncoder({ sampleRateHz: outboundRateFor(services.tts.sampleRateHz) });
+    this.output = new PacedOutput(
+      clock,
+      (frame, info) => {
+        this.peer.sendOpus(this.encoder.encode(frame));
+        if (!info.silent && this.awaitingFirstFrame) this.firstReplyFrameSent(this.awaitingFirstFrame);
+      },
+      this.encoder.frameSamples,
+    );
     this.runner = new TurnRunner({
       protocol: this.protocol,
       agent: services.agent,

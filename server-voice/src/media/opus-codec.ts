@@ -1,5 +1,17 @@
 import { Decoder, Encoder } from '@evan/opus';
-import { FRAME_SAMPLES, SAMPLE_RATE_HZ } from '../audio/types.js';
+import { SAMPLE_RATE_HZ } from '../audio/types.js';
+
+/** The input rates libopus encodes from directly (its RTP clock stays 48 kHz whatever the input rate). */
+const OPUS_INPUT_RATES: readonly number[] = [8_000, 12_000, 16_000, 24_000, 48_000];
+
+/**
+ * The rate a call's outbound speech is framed and encoded at for a speech provider of `providerRateHz`: the
+ * provider's own rate when libopus takes it (24 kHz for OpenAI-compatible speech), so replies need no
+ * resampling in JavaScript — libopus upsamples inside the encoder for a fraction of the cost — else 48 kHz.
+ */
+export function outboundRateFor(providerRateHz: number): number {
+  return OPUS_INPUT_RATES.includes(providerRateHz) ? providerRateHz : SAMPLE_RATE_HZ;
+}
 
 /**
  * Opus for one direction of one call, on `@evan/opus`: libopus as a native addon whose prebuilt binaries
@@ -11,6 +23,8 @@ import { FRAME_SAMPLES, SAMPLE_RATE_HZ } from '../audio/types.js';
  */
 export class OpusEncoder {
   private codec: Encoder | null;
+  /** Samples in one 20 ms frame at the input rate. */
+  readonly frameSamples: number;
 
   /**
    * The gateway encodes synthesized speech with the `audio` application (libopus picks its CELT mode at
@@ -18,16 +32,25 @@ export class OpusEncoder {
    * mode per frame, and closer to the input (waveform SNR 14 dB against 11 dB on espeak-ng speech). Complexity
    * 5 halves encode time against the default 10 with no audible difference for speech at 32 kb/s.
    */
-  constructor(options: { complexity?: number; bitrate?: number; application?: 'audio' | 'voip' } = {}) {
-    this.codec = new Encoder({ channels: 1, sample_rate: SAMPLE_RATE_HZ, application: options.application ?? 'audio' });
+  constructor(
+    options: { complexity?: number; bitrate?: number; application?: 'audio' | 'voip'; sampleRateHz?: number } = {},
+  ) {
+    const rate = options.sampleRateHz ?? SAMPLE_RATE_HZ;
+    if (!OPUS_INPUT_RATES.includes(rate)) throw new RangeError(`Opus cannot encode from ${rate} Hz`);
+    this.frameSamples = rate / 50;
+    this.codec = new Encoder({
+      channels: 1,
+      sample_rate: rate as 8000 | 12000 | 16000 | 24000 | 48000,
+      application: options.application ?? 'audio',
+    });
     const codec = this.live();
     codec.complexity = (options.complexity ?? 5) as Encoder['complexity'];
     codec.bitrate = options.bitrate ?? 32_000;
   }
 
-  /** Encodes one 20 ms frame of 48 kHz mono PCM16. */
+  /** Encodes one 20 ms frame of mono PCM16 at the encoder's rate (48 kHz unless told otherwise). */
   encode(frame: Int16Array): Buffer {
-    if (frame.length !== FRAME_SAMPLES) throw new RangeError(`Opus frames are ${FRAME_SAMPLES} samples`);
+    if (frame.length !== this.frameSamples) throw new RangeError(`Opus frames are ${this.frameSamples} samples`);
     const packet = this.live().encode(frame);
     return Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength);
   }

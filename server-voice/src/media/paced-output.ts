@@ -7,8 +7,6 @@ export const MAX_QUEUED_FRAMES = 25;
 /** Where a paced frame goes: the Opus encoder and RTP packetizer of a call (or a test's recorder). */
 export type FrameSink = (frame: Int16Array, info: { silent: boolean; deadlineMs: number }) => void;
 
-const SILENCE = new Int16Array(FRAME_SAMPLES);
-
 /**
  * The outbound audio of one call: a bounded queue of 20 ms speech frames drained by the shared frame clock,
  * one frame per tick, and a silent frame on every tick with nothing queued — so the receiver's media clock
@@ -33,10 +31,16 @@ export class PacedOutput {
   speechFramesSent = 0;
   onFirstSpeechFrameSent: (() => void) | null = null;
 
+  private readonly silence: Int16Array;
+
   constructor(
     private readonly clock: FrameClock,
     private readonly sink: FrameSink,
-  ) {}
+    /** Samples per 20 ms frame: 960 at 48 kHz, or fewer when the call encodes at its speech provider's rate. */
+    readonly frameSamples = FRAME_SAMPLES,
+  ) {
+    this.silence = new Int16Array(frameSamples);
+  }
 
   start(): void {
     this.unsubscribe ??= this.clock.subscribe((deadlineMs) => this.tick(deadlineMs));
@@ -62,7 +66,7 @@ export class PacedOutput {
    * `clear()` ran since `epoch` was read.
    */
   async write(frame: Int16Array, epoch: number): Promise<boolean> {
-    if (frame.length !== FRAME_SAMPLES) throw new RangeError(`frames are ${FRAME_SAMPLES} samples`);
+    if (frame.length !== this.frameSamples) throw new RangeError(`frames are ${this.frameSamples} samples`);
     while (this.queue.length >= MAX_QUEUED_FRAMES && epoch === this.generation) {
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
@@ -125,7 +129,7 @@ export class PacedOutput {
       if (this.queue.length === 0) this.settleDrain();
     } else {
       this.idle = true;
-      this.sink(SILENCE, { silent: true, deadlineMs });
+      this.sink(this.silence, { silent: true, deadlineMs });
     }
   }
 }

@@ -1,6 +1,6 @@
 import { LeadingSilenceTrimmer } from '../audio/leading-silence.js';
 import { PcmResampler } from '../audio/resampler.js';
-import { FRAME_SAMPLES, SAMPLE_RATE_HZ } from '../audio/types.js';
+import { FRAME_INTERVAL_MS } from '../media/frame-clock.js';
 import type { PacedOutput } from '../media/paced-output.js';
 import type { TextToSpeech } from '../providers/types.js';
 
@@ -13,22 +13,26 @@ export type SpeechOutcome =
   | { status: 'failed_after_audio' }
   | { status: 'cancelled' };
 
-/** Cuts a stream of 48 kHz samples into exact 20 ms frames, whatever the chunk boundaries. */
+/** Cuts a stream of samples into exact 20 ms frames, whatever the chunk boundaries. */
 class Framer {
-  private partial = new Int16Array(FRAME_SAMPLES);
+  private partial: Int16Array;
   private filled = 0;
+
+  constructor(private readonly frameSamples: number) {
+    this.partial = new Int16Array(frameSamples);
+  }
 
   push(pcm: Int16Array): Int16Array[] {
     const frames: Int16Array[] = [];
     let offset = 0;
     while (offset < pcm.length) {
-      const take = Math.min(FRAME_SAMPLES - this.filled, pcm.length - offset);
+      const take = Math.min(this.frameSamples - this.filled, pcm.length - offset);
       this.partial.set(pcm.subarray(offset, offset + take), this.filled);
       this.filled += take;
       offset += take;
-      if (this.filled === FRAME_SAMPLES) {
+      if (this.filled === this.frameSamples) {
         frames.push(this.partial);
-        this.partial = new Int16Array(FRAME_SAMPLES);
+        this.partial = new Int16Array(this.frameSamples);
         this.filled = 0;
       }
     }
@@ -39,7 +43,7 @@ class Framer {
   flush(): Int16Array[] {
     if (this.filled === 0) return [];
     const frame = this.partial;
-    this.partial = new Int16Array(FRAME_SAMPLES);
+    this.partial = new Int16Array(this.frameSamples);
     this.filled = 0;
     return [frame];
   }
@@ -58,7 +62,7 @@ export interface ReplySpeakerOptions {
 
 /**
  * Speaks one reply clause by clause, in order, while the agent is still writing: each clause is synthesized
- * as a stream, resampled to 48 kHz, cut into 20 ms frames and queued on the call's paced output (which
+ * as a stream, resampled to the output's rate if it differs, cut into 20 ms frames and queued on the call's paced output (which
  * holds at most 500 ms, so synthesis runs just ahead of playback). `abort()` stops synthesis at once.
  */
 export class ReplySpeaker {
@@ -66,7 +70,9 @@ export class ReplySpeaker {
   private wake: (() => void) | null = null;
   private ended = false;
   private readonly controller = new AbortController();
-  private readonly framer = new Framer();
+  private readonly framer: Framer;
+  /** The output's rate: the provider's audio is resampled to it when they differ. */
+  private readonly outputRateHz: number;
   private readonly trimmer: LeadingSilenceTrimmer | null;
   private readonly epoch: number;
   private audibleNow = false;
@@ -75,7 +81,10 @@ export class ReplySpeaker {
   private readonly done: Promise<SpeechOutcome>;
 
   constructor(private readonly options: ReplySpeakerOptions) {
-    this.trimmer = options.trimLeadingSilence ? new LeadingSilenceTrimmer() : null;
+    const frameSamples = options.output.frameSamples;
+    this.outputRateHz = (frameSamples * 1000) / FRAME_INTERVAL_MS;
+    this.framer = new Framer(frameSamples);
+    this.trimmer = options.trimLeadingSilence ? new LeadingSilenceTrimmer(frameSamples) : null;
     this.epoch = options.output.epoch;
     this.done = this.run();
   }
@@ -139,7 +148,8 @@ export class ReplySpeaker {
 
   private async speakClause(clause: string): Promise<void> {
     const { tts } = this.options;
-    const resampler = tts.sampleRateHz === SAMPLE_RATE_HZ ? null : new PcmResampler(tts.sampleRateHz, SAMPLE_RATE_HZ);
+    const rate = this.outputRateHz;
+    const resampler = tts.sampleRateHz === rate ? null : new PcmResampler(tts.sampleRateHz, rate);
     for await (const chunk of tts.synthesize(clause, { signal: this.controller.signal })) {
       if (this.cancelled) return;
       if (!this.chunkSeen) {
