@@ -175,6 +175,18 @@ describe('APNs refusals on the new push types', () => {
     expect(simulator.requests).toHaveLength(1);
   });
 
+  it('a connection APNs drops mid-push is 502 apns_unreachable and leaves the installation active', async () => {
+    const { phone, host } = await pair();
+    simulator.answerFor(phone.token, 'drop-connection');
+    const reply = await relay.call('POST', '/v1/events', {
+      auth: host.auth,
+      body: { type: 'phone.changes', event_id: eventId('drop'), mode: 'background' },
+    });
+    expect(reply.status).toBe(502);
+    expect(reply.json).toEqual({ error: 'apns_unreachable' });
+    expect((await relay.call('GET', '/v1/meta', { auth: phone.auth })).status).toBe(200);
+  });
+
   it('DeviceTokenNotForTopic on a location push is 502 apns_rejected and leaves the installation active', async () => {
     const { phone, host } = await pair();
     simulator.answerFor(phone.token, { status: 400, reason: 'DeviceTokenNotForTopic' });
