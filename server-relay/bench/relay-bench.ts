@@ -115,11 +115,19 @@ function cpuMs(pid: number): number {
 
 async function run(pid: number, options: autocannon.Options): Promise<Figures> {
   const before = cpuMs(pid);
-  const result = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...options });
+  const started = performance.now();
+  let lastResponse = started;
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...options }, (error, done) =>
+      error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(done),
+    );
+    instance.on('response', () => (lastResponse = performance.now()));
+  });
   const spent = cpuMs(pid) - before;
   return {
-    // Total over wall time: runs bounded by `amount` end mid-second, which skews a per-second mean.
-    requestsPerS: Math.round(result.requests.total / Math.max(0.001, result.duration)),
+    // Total over the time to the last response: autocannon stops on its next whole-second tick, so a
+    // run bounded by `amount` would otherwise count up to a second of idling (and `duration` with it).
+    requestsPerS: Math.round(result.requests.total / Math.max(0.001, (lastResponse - started) / 1000)),
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,

@@ -29,7 +29,10 @@ export interface RelayStore {
   countGateways(installationId: string): Promise<number>;
   deleteGateway(installationId: string, gatewayId: string): Promise<void>;
   recordGatewayActivity(installationId: string, gatewayId: string, activity: GatewayActivity): Promise<void>;
-  /** Many gateways' activity in one transaction (the deferred flush: one commit, not one per gateway). */
+  /**
+   * Many gateways' activity (the deferred flush): in bulk statements, not one per gateway, yielding
+   * to the event loop between them so a large flush never stalls requests.
+   */
   recordGatewayActivities(
     entries: { installationId: string; gatewayId: string; activity: GatewayActivity }[],
   ): Promise<void>;
