@@ -205,10 +205,11 @@ async function replaySession(
   });
   expect(sent[2]).toMatchObject({ body: 'Done The build folder is gone. Shipping v1.4.' });
   expect(sent[3]).not.toHaveProperty('body');
-  // The approval was answered in Hermes (post_approval_response), so its parked card is released;
-  // the clarify batch was answered on the phone and is not.
-  const approvalId = (sent[0] as { decision: { request_id: string } }).decision.request_id;
-  expect(relay.released).toEqual([approvalId]);
+  // The clarify batch was answered on the phone, so its parked decision is never released (the
+  // approval card's parking and release are pinned in test/cards/).
+  const clarifyId = (sent[1] as { decision: { request_id: string } }).decision.request_id;
+  expect(clarifyId).toBeTruthy();
+  expect(relay.released).not.toContain(clarifyId);
 }
 
 describe('the conduit CLI', { timeout: 120_000 }, () => {
