@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import {
+  AgentRunFailedError,
   AgentTurnError,
   type AgentBackend,
   type AgentTurn,
@@ -110,6 +111,12 @@ export class HermesRunsBackend implements AgentBackend {
       });
     } catch (err) {
       throw new AgentTurnError(`Hermes API server unreachable: ${(err as Error).message}`);
+    }
+    if (res.status === 409) {
+      // The key names a run with another body (a turn started by an older connector, before the
+      // run body changed): that run cannot be re-attached, so the retry starts a new run.
+      await res.body?.cancel();
+      throw new AgentRunFailedError('Hermes has a run with this Idempotency-Key and another body (HTTP 409)');
     }
     if (res.status !== 202 && res.status !== 200) {
       await res.body?.cancel();

@@ -16,6 +16,7 @@ import type { GroupChatPolicy, ReplyToMode } from './config.js';
 import type { Inbox, InboxRow } from './inbox.js';
 import { approvalChoice, composeInboundText, mentionsAgent, reactionDataLine, senderOf } from './inbound-text.js';
 import { planReply } from './outbound.js';
+import { RELAY_PLATFORM_HINT } from './platform-hint.js';
 import { RelayApiError, type MessageContent, type RelayApi, type SentReaction } from './relay-api.js';
 import { TypingIndicator } from './typing.js';
 
@@ -335,6 +336,7 @@ export class InboxProcessor {
           row.failedTurns === 0 ? `relay-turn-${row.eventId}` : `relay-turn-${row.eventId}-retry-${row.failedTurns}`,
         sessionId: `relayapp:${chatId}`,
         input: [input, ...reactions.lines].join('\n'),
+        instructions: RELAY_PLATFORM_HINT,
         ...(images.length > 0 ? { images } : {}),
       });
       for await (const ev of turn.events) {

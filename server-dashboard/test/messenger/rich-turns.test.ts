@@ -10,6 +10,7 @@ import { silentLogger, type Logger } from '../../src/messenger/clock.js';
 import { HermesRunsBackend } from '../../src/messenger/hermes-runs-backend.js';
 import { instantReply, ScriptedAgentBackend } from '../../src/messenger/scripted-agent.js';
 import type { AgentBackend } from '../../src/messenger/agent-backend.js';
+import { RELAY_PLATFORM_HINT } from '../../src/messenger/platform-hint.js';
 import { chatHandle, envelope, inboundMessage } from './fakes/fake-relay.js';
 import { HERMES_KEY, startFakes, waitFor, type Fakes } from './harness.js';
 
@@ -60,6 +61,33 @@ afterEach(async () => {
   await connector?.stop();
   connector = null;
   await fakes.close();
+});
+
+describe('the Relay platform hint', () => {
+  it('every run carries the Relay grammar as its instructions', async () => {
+    const c = start(hermesBackend());
+    const ev = inboundMessage({ chatId: randomUUID(), senderId: randomUUID() });
+    fakes.relay.push(ev);
+    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 30_000, 'turn');
+    expect(fakes.hermes.createdRuns[0]?.body['instructions']).toBe(RELAY_PLATFORM_HINT);
+    expect(RELAY_PLATFORM_HINT).toContain('```reaction');
+  });
+
+  it('a run key Hermes holds with another body (an older connector) is retried as a new run, answered once', async () => {
+    const ev = inboundMessage({ chatId: randomUUID(), senderId: randomUUID(), text: 'hello' });
+    const key = `relay-turn-${String(ev['event_id'])}`;
+    const old = await fetch(`${fakes.hermes.url}/v1/runs`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${HERMES_KEY}`, 'Idempotency-Key': key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ input: 'hello', session_id: 'older' }),
+    });
+    expect(old.status).toBe(202);
+    const c = start(hermesBackend());
+    fakes.relay.push(ev);
+    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 30_000, 'turn');
+    expect(fakes.hermes.createdRuns.map((r) => r.key)).toEqual([key, `${key}-retry-1`]);
+    expect(fakes.relay.messages.size).toBe(1);
+  });
 });
 
 describe('agent reactions', () => {
