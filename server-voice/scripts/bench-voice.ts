@@ -4,7 +4,7 @@
  * first asks a typed question whose long reply keeps the gateway speaking) — with the p99 of outbound frame
  * pacing jitter (|inter-arrival − 20 ms| at the client); (b) gateway-added latency from the endpoint decision
  * to the first outbound RTP of the reply with instant local fake providers; (c) Silero inference time per
- * window. Prints JSON. Options: --calls 10,20,40 --seconds 8 --turns 10.
+ * window. Prints JSON. Options: --calls 10,20,40 (0: none) --seconds 8 --turns 10, --concurrency-only, --cpu-prof DIR.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -86,7 +86,7 @@ for (let offset = 0; offset + FRAME_SAMPLES <= speech.length; offset += FRAME_SA
 const wrapper = pinned ? ['taskset', '-c', '0'] : [];
 const nodeFlags = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof']}`] : [];
 const concurrency: Record<string, unknown>[] = [];
-for (const calls of values.calls.split(',').map(Number)) {
+for (const calls of values.calls.split(',').map(Number).filter((n) => n > 0)) {
   const gateway = await startGatewayProcess(gatewayEnv, wrapper, nodeFlags);
   const pid = gateway.child.pid ?? 0;
   const clients: RealtimeClient[] = [];
@@ -144,6 +144,9 @@ for (const calls of values.calls.split(',').map(Number)) {
 }
 
 // (b) endpoint decision → first outbound RTP of the reply, gateway-measured, instant fake providers.
+/** Per turn, each stage's time after the endpoint decision (from the gateway's `reply_audio_sent` log line). */
+const stageTimes = new Map<string, number[]>();
+
 async function measureLatency(): Promise<number[]> {
   const latencyGateway = await startGatewayProcess(gatewayEnv, wrapper, nodeFlags);
   const latencies: number[] = [];
@@ -162,8 +165,11 @@ async function measureLatency(): Promise<number[]> {
     await client.close();
     for (const line of latencyGateway.output().split('\n')) {
       if (!line.includes('"reply_audio_sent"')) continue;
-      const parsed = JSON.parse(line) as { endpoint_to_first_rtp_ms?: number };
-      if (typeof parsed.endpoint_to_first_rtp_ms === 'number') latencies.push(parsed.endpoint_to_first_rtp_ms);
+      const parsed = JSON.parse(line) as { endpoint_to_first_rtp_ms?: number; stages_ms?: Record<string, number> };
+      if (typeof parsed.endpoint_to_first_rtp_ms !== 'number') continue;
+      latencies.push(parsed.endpoint_to_first_rtp_ms);
+      for (const [stage, ms] of Object.entries(parsed.stages_ms ?? {}))
+        stageTimes.set(stage, [...(stageTimes.get(stage) ?? []), ms]);
     }
   } finally {
     await latencyGateway.stop();
@@ -203,6 +209,9 @@ console.log(
         p50: round(percentile(latencies, 50), 1),
         p99: round(percentile(latencies, 99), 1),
         max: round(latencies.at(-1) ?? NaN, 1),
+        stage_p50_ms: Object.fromEntries(
+          [...stageTimes].map(([stage, times]) => [stage, round(percentile([...times].sort((a, b) => a - b), 50), 1)]),
+        ),
       },
       silero_inference_ms_per_window: {
         p50: round(percentile(inference, 50), 3),

@@ -19,6 +19,25 @@ export interface OpenAiSpeechToTextOptions extends OpenAiEndpoint {
   uploadSampleRateHz?: number | null;
 }
 
+/** Samples resampled per step (one second at 48 kHz): a long utterance never blocks the event loop for long. */
+const RESAMPLE_STEP_SAMPLES = 48_000;
+
+/**
+ * `pcm` at `to` Hz for upload, in one-second steps with a turn of the event loop between them: converting a
+ * two-minute capture takes a few hundred milliseconds of CPU, which in one piece would hold back every other
+ * call's 20 ms frames.
+ */
+async function uploadPcm(pcm: Int16Array, from: number, to: number): Promise<Int16Array> {
+  const resampler = new PcmResampler(from, to);
+  const parts: Int16Array[] = [];
+  for (let offset = 0; offset < pcm.length; offset += RESAMPLE_STEP_SAMPLES) {
+    if (offset > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    parts.push(resampler.process(pcm.subarray(offset, offset + RESAMPLE_STEP_SAMPLES)));
+  }
+  parts.push(resampler.flush());
+  return concatPcm(parts);
+}
+
 const TranscriptionText = (body: unknown): string | null => {
   if (typeof body === 'object' && body !== null && 'text' in body && typeof body.text === 'string') return body.text;
   return null;
@@ -46,8 +65,7 @@ export class OpenAiSpeechToText implements SpeechToText {
     let pcm = audio.pcm;
     let rate = audio.sampleRateHz;
     if (target !== null && target !== rate) {
-      const resampler = new PcmResampler(rate, target);
-      pcm = concatPcm([resampler.process(pcm), resampler.flush()]);
+      pcm = await uploadPcm(pcm, rate, target);
       rate = target;
     }
     const form = new FormData();
