@@ -86,7 +86,10 @@ for (let offset = 0; offset + FRAME_SAMPLES <= speech.length; offset += FRAME_SA
 const wrapper = pinned ? ['taskset', '-c', '0'] : [];
 const nodeFlags = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof']}`] : [];
 const concurrency: Record<string, unknown>[] = [];
-for (const calls of values.calls.split(',').map(Number).filter((n) => n > 0)) {
+for (const calls of values.calls
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0)) {
   const gateway = await startGatewayProcess(gatewayEnv, wrapper, nodeFlags);
   const pid = gateway.child.pid ?? 0;
   const clients: RealtimeClient[] = [];
@@ -210,7 +213,16 @@ console.log(
         p99: round(percentile(latencies, 99), 1),
         max: round(latencies.at(-1) ?? NaN, 1),
         stage_p50_ms: Object.fromEntries(
-          [...stageTimes].map(([stage, times]) => [stage, round(percentile([...times].sort((a, b) => a - b), 50), 1)]),
+          [...stageTimes].map(([stage, times]) => [
+            stage,
+            round(
+              percentile(
+                [...times].sort((a, b) => a - b),
+                50,
+              ),
+              1,
+            ),
+          ]),
         ),
       },
       silero_inference_ms_per_window: {
