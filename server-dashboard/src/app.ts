@@ -16,6 +16,7 @@ import { relaySender, type PrepareEvent } from './delivery/relay-sender.js';
 import { Spool } from './delivery/spool.js';
 import { bearerVerifier, dashboardVerifier, type CallerVerifier } from './fronting/caller-verification.js';
 import { proxyHttp, proxyUpgrade } from './fronting/proxy.js';
+import { AppSubmissions, gatewaySubmissionObserver } from './notifier/app-submissions.js';
 import { Notifier, type ProfileScope } from './notifier/notifier.js';
 import { PLUGIN_CAPABILITIES } from './notifier/events.js';
 import { MCP_PATH, mcpRoutes } from './mcp/mcp-endpoint.js';
@@ -65,6 +66,9 @@ function isOurs(url: string | undefined): boolean {
 export async function buildHost(config: HostConfig, overrides: Partial<HostDeps> = {}): Promise<Host> {
   const { clock, log, limits } = config;
   const upstream = config.fronting.mode === 'dashboard' ? new URL(config.fronting.dashboardUrl) : null;
+  // Prompts Conduit and browser sockets send through the proxy, to place their turns' replies.
+  const submissions = new AppSubmissions(clock);
+  const observeGateway = gatewaySubmissionObserver(submissions);
   const verifier: CallerVerifier =
     config.fronting.mode === 'dashboard'
       ? dashboardVerifier({
@@ -84,7 +88,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
         else handler(req, res);
       });
       server.on('upgrade', (req, socket, head) => {
-        if (upstream && !isOurs(req.url)) proxyUpgrade(req, socket, head, upstream);
+        if (upstream && !isOurs(req.url)) proxyUpgrade(req, socket, head, upstream, observeGateway);
         else socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
       });
       return server;
@@ -183,6 +187,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     isCronMuted: (profile, jobId) => settings.cron(profile).isMuted(jobId),
     isReplySourceOn: (profile, source) => settings.replySources(profile).isOn(source),
     sessionTitle,
+    appTurnSource: (profile, userMessage, startedAt) => submissions.placeTurn(profile.name, userMessage, startedAt),
     approvals: approvalCards,
     clarify,
   });

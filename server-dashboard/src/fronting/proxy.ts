@@ -68,7 +68,14 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, upstream: U
  * Forwards a WebSocket (or any Upgrade) handshake to the dashboard; after its 101 the two sockets
  * are joined byte for byte, so frames, close codes and subprotocols pass unchanged.
  */
-export function proxyUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: URL): void {
+export function proxyUpgrade(
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  upstream: URL,
+  /** Given the upgrade and the dashboard's 101 headers, a read-only tap for the client's bytes (or null). */
+  observe?: (req: IncomingMessage, responseHeaders: http.IncomingHttpHeaders) => ((chunk: Buffer) => void) | null,
+): void {
   const upstreamReq = http.request({
     hostname: upstream.hostname,
     port: upstream.port || 80,
@@ -84,6 +91,24 @@ export function proxyUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer,
     socket.write(lines.join('\r\n') + '\r\n\r\n');
     if (upstreamHead.length) socket.write(upstreamHead);
     if (head.length) upstreamSocket.write(head);
+    let tap: ((chunk: Buffer) => void) | null = null;
+    try {
+      tap = observe?.(req, upstreamRes.headers) ?? null;
+    } catch {
+      tap = null; // observing never stands in the way of the socket
+    }
+    if (tap) {
+      const read = tap;
+      const safe = (chunk: Buffer) => {
+        try {
+          read(chunk);
+        } catch {
+          // the tap only reads; its failure leaves the forwarded bytes as they are
+        }
+      };
+      if (head.length) safe(head);
+      socket.on('data', safe);
+    }
     upstreamSocket.pipe(socket);
     socket.pipe(upstreamSocket);
     upstreamSocket.on('error', () => socket.destroy());

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { hookArg, hookBool, hookString, type HookPayload } from '../bridge/hook-payload.js';
+import type { AppSource } from './app-submissions.js';
 import { cronJobId } from './cron-run.js';
 import { readDesktopSelection, watchedOnDesktop } from './desktop-watch.js';
 import { eventId } from './event-id.js';
@@ -35,6 +36,11 @@ export interface NotifierPorts {
    * to `<profile home>/conduit-desktop-selected.json`.
    */
   desktopSelection?(profile: ProfileScope): Promise<ReadonlySet<string> | null>;
+  /**
+   * The app (Conduit, Desktop) that sent the message that started a turn, matched by its text among
+   * the prompts the dashboard proxy saw before `startedAt`; null when none matches.
+   */
+  appTurnSource?(profile: ProfileScope, userMessage: string, startedAt: number): AppSource | null;
   approvals: {
     /** Takes over delivery of an approval's notification (with an answerable card when it has one). */
     raised(profile: ProfileScope, payload: HookPayload, event: NotificationEvent): Promise<void> | void;
@@ -158,6 +164,25 @@ export class Notifier {
     remember(state.runningTurns, sessionId, { startedAt: this.ports.clock.now(), turnId });
   }
 
+  /**
+   * Where the message that started the turn came from. A turn on a messaging platform or the terminal
+   * is placed by its platform; any other (an app's, or one Hermes does not name) by the app socket that
+   * sent its text, when the proxy saw it. Null: not placed, push as before.
+   */
+  private replySource(
+    profile: ProfileScope,
+    state: ProfileState,
+    payload: HookPayload,
+    sessionId: string,
+  ): ReplySource | null {
+    const byPlatform = replySourceOf(hookString(payload, 'platform'));
+    if (byPlatform) return byPlatform;
+    const startedAt = state.runningTurns.get(sessionId)?.startedAt;
+    const userMessage = hookString(payload, 'user_message');
+    if (startedAt === undefined || !userMessage || !this.ports.appTurnSource) return null;
+    return this.ports.appTurnSource(profile, userMessage, startedAt);
+  }
+
   /** The seed's two-minute rule: a quick reply in a chat selected on Desktop was watched there. */
   private async watchedOnDesktop(profile: ProfileScope, state: ProfileState, sessionId: string): Promise<boolean> {
     const started = state.runningTurns.get(sessionId)?.startedAt;
@@ -221,7 +246,7 @@ export class Notifier {
     if (!reply.trim() || isSilentReply(reply)) return;
     if (job !== null && (isCronSilent(reply) || (await this.ports.isCronMuted(profile, job)))) return;
     if (job === null) {
-      const source = replySourceOf(hookString(payload, 'platform'));
+      const source = this.replySource(profile, state, payload, sessionId);
       if (source && !(await this.ports.isReplySourceOn(profile, source))) return;
       if (await this.watchedOnDesktop(profile, state, sessionId)) return;
     }

@@ -8,12 +8,9 @@ export const REPLY_SOURCES: readonly ReplySource[] = ['conduit', 'desktop', 'mes
 const NOT_MESSAGING = new Set(['', 'cli', 'tui', 'api_server', 'api', 'dashboard', 'web', 'desktop', 'cron', 'acp']);
 
 /**
- * Places a turn by its Hermes platform (the seed's rule for a turn with no app connection: cli is the
- * terminal, a Hermes messaging platform is a messaging app). The seed places Conduit and Desktop turns
- * by the gateway WebSocket connection that submitted them (X-Conduit-Client, or a browser engine); that
- * binding lives inside Hermes' dashboard process, and out of process the host cannot see it (the
- * socket names live session handles, not the stored chat ids the hooks carry). So those turns, and
- * API-server turns, are the seed's "turn that can't be placed": null, and they push as before.
+ * Places a turn by its Hermes platform (the seed's rule for a turn with no app connection): cli is the
+ * terminal, a Hermes messaging platform is a messaging app. Null for app and API-server platforms: those
+ * turns are placed by the app socket that sent them (`app-submissions.ts`), or not at all.
  */
 export function replySourceOf(platform: string | undefined): ReplySource | null {
   const name = (platform ?? '').trim().toLowerCase();
