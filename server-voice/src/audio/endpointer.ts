@@ -1,7 +1,9 @@
-import { SampleQueue, samplesToUs } from './pcm.js';
+import { concatPcm, SampleQueue, samplesToUs } from './pcm.js';
+import { PcmResampler } from './resampler.js';
 import {
   MIN_SPEECH_SAMPLES,
   PREROLL_SAMPLES,
+  SAMPLE_RATE_HZ,
   type EndpointEvent,
   type EndpointSettings,
   type SpeechGate,
@@ -32,8 +34,19 @@ export class DirectEndpointer {
   private mutedNow = false;
   /** Marker of the prefetch asked for in this pause, so one pause asks once. */
   private prefetchMarkerUs: number | null = null;
+  /** Converts the open utterance to `convertToHz` as it is captured (the speech-to-text upload rate). */
+  private converter: PcmResampler | null = null;
+  private converted: Int16Array[] = [];
 
-  constructor(gate: SpeechGate, settings: EndpointSettings) {
+  /**
+   * `convertToHz`: also deliver each utterance at this rate, converted frame by frame while the user speaks, so
+   * the endpoint does not wait for a whole-utterance conversion (null: no conversion).
+   */
+  constructor(
+    gate: SpeechGate,
+    settings: EndpointSettings,
+    private readonly convertToHz: number | null = null,
+  ) {
     this.gate = gate;
     this.settings = settings;
   }
@@ -107,6 +120,18 @@ export class DirectEndpointer {
     this.overflowed = false;
     this.speakingNow = false;
     this.prefetchMarkerUs = null;
+    this.stopConversion();
+  }
+
+  private startConversion(): void {
+    if (this.convertToHz === null || this.convertToHz === SAMPLE_RATE_HZ) return;
+    this.converter = new PcmResampler(SAMPLE_RATE_HZ, this.convertToHz);
+    this.converted = [this.converter.process(this.buffer.slice())];
+  }
+
+  private stopConversion(): void {
+    this.converter = null;
+    this.converted = [];
   }
 
   private accept(pcm: Int16Array, nowUs: number, speechProbability: number | null, events: EndpointEvent[]): void {
@@ -125,6 +150,7 @@ export class DirectEndpointer {
         this.buffer.clear();
         this.buffer.takeFrom(this.preroll);
         this.speakingNow = true;
+        this.startConversion();
         const audioStartUs = nowUs - samplesToUs(this.buffer.length + pcm.length);
         events.push({ type: 'speech_started', atUs: nowUs, audioStartUs });
       }
@@ -153,8 +179,10 @@ export class DirectEndpointer {
   private append(pcm: Int16Array, nowUs: number, events: EndpointEvent[]): boolean {
     if (this.buffer.length + pcm.length <= this.settings.maxCaptureSamples) {
       this.buffer.append(pcm);
+      if (this.converter) this.converted.push(this.converter.process(pcm));
       return true;
     }
+    this.stopConversion();
     this.discardPrefetch(nowUs, events);
     this.buffer.clear();
     this.preroll.clear();
@@ -168,6 +196,11 @@ export class DirectEndpointer {
   /** Ends the utterance: the whole buffer (trailing silence included on this transport) if long enough. */
   private finish(nowUs: number, events: EndpointEvent[]): void {
     const pcm = this.buffer.slice();
+    const converted =
+      this.converter && this.convertToHz !== null
+        ? { pcm: concatPcm([...this.converted, this.converter.flush()]), sampleRateHz: this.convertToHz }
+        : undefined;
+    this.stopConversion();
     const lastSpeechAtUs = this.lastSpeechAtUs;
     this.buffer.clear();
     this.speakingNow = false;
@@ -180,6 +213,7 @@ export class DirectEndpointer {
         pcm,
         lastSpeechAtUs,
         quietThresholdRms: this.gate.stopThreshold,
+        ...(converted ? { converted } : {}),
       });
   }
 

@@ -1,4 +1,4 @@
-import type { SpeechToText } from '../providers/types.js';
+import type { ConvertedAudio, SpeechToText } from '../providers/types.js';
 import { pcmRms } from './pcm.js';
 import { FRAME_SAMPLES, SAMPLE_RATE_HZ } from './types.js';
 
@@ -79,6 +79,8 @@ export class EarlyTranscription {
     markerUs: number,
     quietThresholdRms: number,
     signal?: AbortSignal,
+    /** `final` already converted to the provider's upload rate during capture. */
+    converted?: ConvertedAudio,
   ): Promise<FinalTranscript> {
     const candidate = this.candidate;
     this.candidate = null;
@@ -93,7 +95,10 @@ export class EarlyTranscription {
       );
       if (early !== '') return { text: early, reusedPrefetch: true };
     }
-    const text = await this.stt.transcribe({ pcm: final, sampleRateHz: this.sampleRateHz }, signal ? { signal } : {});
+    const text = await this.stt.transcribe(
+      { pcm: final, sampleRateHz: this.sampleRateHz, ...(converted ? { converted } : {}) },
+      signal ? { signal } : {},
+    );
     return { text: text.trim(), reusedPrefetch: false };
   }
 }

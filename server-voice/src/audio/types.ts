@@ -97,7 +97,15 @@ export type EndpointEvent =
    * marker; `quietThresholdRms` is the stop threshold used to judge whether a prefetched transcript may be
    * reused (see `prefetchReusable`).
    */
-  | { type: 'utterance'; atUs: number; pcm: Int16Array; lastSpeechAtUs: number; quietThresholdRms: number }
+  | {
+      type: 'utterance';
+      atUs: number;
+      pcm: Int16Array;
+      lastSpeechAtUs: number;
+      quietThresholdRms: number;
+      /** `pcm` at the endpointer's conversion rate, converted while it was captured (when one was asked for). */
+      converted?: { pcm: Int16Array; sampleRateHz: number };
+    }
   /**
    * Capture exceeded the cap: the utterance was discarded. The transport answers `speech_stopped` for the
    * open item (if any) and the `input_audio_too_long` error.

@@ -132,6 +132,7 @@ export class RealtimeCall {
       services.endpointSettings,
       () => Math.round(clock.now() * 1000),
       (events) => this.onEndpoint(events),
+      services.stt.uploadSampleRateHz ?? null,
     );
     this.peer = new CallPeer(
       { iceServers: services.iceServers, loopbackCandidate: true },
@@ -230,7 +231,7 @@ export class RealtimeCall {
           break;
         case 'utterance': {
           const itemId = this.lastInputItem;
-          if (itemId) this.transcribe(itemId, event.pcm, event.lastSpeechAtUs, event.quietThresholdRms);
+          if (itemId) this.transcribe(itemId, event);
           break;
         }
         case 'prefetch':
@@ -250,13 +251,19 @@ export class RealtimeCall {
   }
 
   /** Transcriptions run one after another so turns start in speaking order. */
-  private transcribe(itemId: string, pcm: Int16Array, markerUs: number, quietThresholdRms: number): void {
+  private transcribe(itemId: string, utterance: Extract<EndpointEvent, { type: 'utterance' }>): void {
     this.transcriptions = this.transcriptions.then(async () => {
       let transcript = '';
       let reusedPrefetch = false;
       const started = this.services.clock.now();
       try {
-        const result = await this.early.transcribeFinal(pcm, markerUs, quietThresholdRms, this.sttController.signal);
+        const result = await this.early.transcribeFinal(
+          utterance.pcm,
+          utterance.lastSpeechAtUs,
+          utterance.quietThresholdRms,
+          this.sttController.signal,
+          utterance.converted,
+        );
         transcript = result.text;
         reusedPrefetch = result.reusedPrefetch;
       } catch (error) {

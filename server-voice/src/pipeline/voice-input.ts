@@ -19,9 +19,11 @@ export class VoiceInput {
     settings: EndpointSettings,
     private readonly nowUs: () => number,
     private readonly onEvents: (events: EndpointEvent[]) => void,
+    /** Also deliver each utterance converted to this rate during capture (the speech-to-text upload rate). */
+    convertToHz: number | null = null,
   ) {
     this.detector = factory.create();
-    this.endpointer = new DirectEndpointer(this.detector.createGate(), settings);
+    this.endpointer = new DirectEndpointer(this.detector.createGate(), settings, convertToHz);
   }
 
   /** Pauses capture (frames are dropped, not buffered) while the gateway speaks. */

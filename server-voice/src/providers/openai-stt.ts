@@ -52,20 +52,24 @@ export class OpenAiSpeechToText implements SpeechToText {
   readonly label: string;
   private readonly url: URL;
   private readonly fetch: typeof fetch;
+  /** 16 kHz (the default) is what speech models run at; null uploads the utterance at its own rate. */
+  readonly uploadSampleRateHz: number | null;
 
   constructor(private readonly options: OpenAiSpeechToTextOptions) {
     if (!options.model.trim()) throw new SpeechProviderError('speech-to-text model must be set');
     this.url = endpointUrl(options.baseUrl, 'audio/transcriptions');
     this.fetch = options.fetch ?? fetch;
     this.label = `openai-compatible:${options.model}`;
+    this.uploadSampleRateHz = options.uploadSampleRateHz === undefined ? 16_000 : options.uploadSampleRateHz;
   }
 
   async transcribe(audio: UtteranceAudio, call: TranscribeOptions = {}): Promise<string> {
-    const target = this.options.uploadSampleRateHz === undefined ? 16_000 : this.options.uploadSampleRateHz;
+    const target = this.uploadSampleRateHz;
     let pcm = audio.pcm;
     let rate = audio.sampleRateHz;
     if (target !== null && target !== rate) {
-      pcm = await uploadPcm(pcm, rate, target);
+      // Converted during capture when the gateway could; else now.
+      pcm = audio.converted?.sampleRateHz === target ? audio.converted.pcm : await uploadPcm(pcm, rate, target);
       rate = target;
     }
     const form = new FormData();

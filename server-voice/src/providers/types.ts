@@ -10,6 +10,17 @@ export interface UtteranceAudio {
   pcm: Int16Array;
   /** Rate of `pcm` (48 000 inside the gateway). */
   sampleRateHz: number;
+  /**
+   * The same utterance already converted to the provider's `uploadSampleRateHz` while it was captured, so the
+   * endpoint does not wait for the conversion. Identical to converting `pcm` in one piece.
+   */
+  converted?: ConvertedAudio;
+}
+
+/** PCM16 mono samples at a stated rate. */
+export interface ConvertedAudio {
+  pcm: Int16Array;
+  sampleRateHz: number;
 }
 
 export interface TranscribeOptions {
@@ -25,6 +36,11 @@ export interface TranscribeOptions {
 export interface SpeechToText {
   /** A short label for logs (`openai:whisper-1`, `scripted`). Never contains credentials. */
   readonly label: string;
+  /**
+   * The rate this provider uploads at, when it converts the gateway's 48 kHz audio: the capture path then
+   * converts each utterance as it arrives and passes it as `converted`.
+   */
+  readonly uploadSampleRateHz?: number | null;
   /**
    * Transcribes one utterance. Resolves with the stripped transcript ('' when the provider heard nothing);
    * rejects with `SpeechProviderError` on a provider failure.

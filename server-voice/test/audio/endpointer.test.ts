@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DirectEndpointer } from '../../src/audio/endpointer.js';
 import { AdaptiveRmsGate } from '../../src/audio/energy-gate.js';
+import { concatPcm } from '../../src/audio/pcm.js';
+import { PcmResampler } from '../../src/audio/resampler.js';
 import {
   FRAME_SAMPLES,
   MAX_CAPTURE_SAMPLES,
@@ -44,6 +46,43 @@ const calibratedDriver = (overrides: Partial<EndpointSettings> = {}): Driver =>
   new Driver(new DirectEndpointer(new AdaptiveRmsGate({ initialNoiseRms: 50 }), settings(overrides)));
 
 describe('DirectEndpointer', () => {
+  it('converts the utterance to the upload rate while it is captured, exactly as a one-piece conversion', () => {
+    // Calibration from scratch (so speech replays from the calibration buffer), pre-roll, speech, pause.
+    const endpointer = new DirectEndpointer(new AdaptiveRmsGate(), settings({ silenceDurationUs: 400_000 }), 16_000);
+    const events: EndpointEvent[] = [];
+    let sample = 0;
+    const tone = (level: number): Int16Array => {
+      const pcm = new Int16Array(FRAME_SAMPLES);
+      for (let i = 0; i < pcm.length; i++, sample++)
+        pcm[i] = Math.round(level * Math.sin((2 * Math.PI * 310 * sample) / 48_000));
+      return pcm;
+    };
+    let nowUs = 0;
+    for (const [level, frames] of [
+      [60, 10],
+      [3000, 20],
+      [60, 30],
+      [4000, 40],
+      [60, 40],
+    ] as const)
+      for (let i = 0; i < frames; i++) events.push(...endpointer.push(tone(level), (nowUs += 20_000)));
+    const utterances = events.filter((event) => event.type === 'utterance');
+    expect(utterances.length).toBeGreaterThan(0);
+    for (const utterance of utterances) {
+      if (utterance.type !== 'utterance') continue;
+      const whole = new PcmResampler(48_000, 16_000);
+      const expected = concatPcm([whole.process(utterance.pcm), whole.flush()]);
+      expect(utterance.converted?.sampleRateHz).toBe(16_000);
+      expect(utterance.converted?.pcm).toEqual(expected);
+    }
+    // Without a conversion rate nothing extra is delivered.
+    const plain = calibratedDriver();
+    plain.feed(50, 30);
+    plain.feed(800, 20);
+    const [ended] = plain.feed(50, 40).filter((event) => event.type === 'utterance');
+    expect(ended && 'converted' in ended).toBe(false);
+  });
+
   it('reports where the utterance audio starts: the beginning of the 500 ms pre-roll', () => {
     const driver = calibratedDriver();
     driver.feed(50, 40);

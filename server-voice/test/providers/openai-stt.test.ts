@@ -48,6 +48,28 @@ describe('OpenAiSpeechToText', () => {
     expect(wav.pcm.length).toBe(16_000);
   });
 
+  it('uploads the audio converted during capture when it is at its upload rate, and converts otherwise', async () => {
+    const stt = new OpenAiSpeechToText({ baseUrl: fake.baseUrl, apiKey: KEY, model: 'whisper-1' });
+    expect(stt.uploadSampleRateHz).toBe(16_000);
+    const converted = new Int16Array(16_000).fill(1234);
+    await stt.transcribe({
+      pcm: utterance(),
+      sampleRateHz: 48_000,
+      converted: { pcm: converted, sampleRateHz: 16_000 },
+    });
+    const wav = decodeWav(fake.transcriptions[0]?.file ?? new Uint8Array());
+    expect(wav.pcm).toEqual(converted);
+    // A conversion at another rate is not used.
+    await stt.transcribe({
+      pcm: utterance(),
+      sampleRateHz: 48_000,
+      converted: { pcm: converted, sampleRateHz: 24_000 },
+    });
+    const other = decodeWav(fake.transcriptions[1]?.file ?? new Uint8Array());
+    expect(other.sampleRateHz).toBe(16_000);
+    expect(other.pcm.every((sample) => sample === 1234)).toBe(false);
+  });
+
   it('can upload at the utterance rate and without a key (local servers)', async () => {
     fake.apiKey = null;
     try {
