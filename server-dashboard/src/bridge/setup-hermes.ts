@@ -13,6 +13,7 @@ import { BRIDGED_HOOKS } from './hook-payload.js';
 function isOurCommand(command: string): boolean {
   return BRIDGE_SCRIPT_NAMES.some((name) => command.includes(name));
 }
+
 /** Hermes' maximum shell-hook timeout; a held clarify call needs all of it. */
 const HELD_TIMEOUT_S = 300;
 const EVENT_TIMEOUT_S = 15;
