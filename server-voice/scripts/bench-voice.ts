@@ -112,6 +112,7 @@ for (const calls of values.calls
     for (const client of clients) client.loopOpus(loop);
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const windowStart = performance.now();
+    const windowStartWall = Date.now();
     const cpuStart = cpuSeconds(pid);
     const marks = clients.map((c) => c.packets.length);
     await new Promise((resolve) => setTimeout(resolve, Number(values.seconds) * 1000));
@@ -126,6 +127,17 @@ for (const calls of values.calls
         jitter.push(Math.abs((arrivals[i] as number) - (arrivals[i - 1] as number) - 20));
     }
     jitter.sort((a, b) => a - b);
+    // The gateway's own view of its pacing (logged every 5 s): the reports that cover only this window.
+    const windowEndWall = Date.now();
+    const pacing = gateway
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('"event":"pacing"'))
+      .map((line) => JSON.parse(line) as { time: string; first_jitter_p99_ms: number; last_jitter_p99_ms: number })
+      .filter((line) => {
+        const at = Date.parse(line.time);
+        return at >= windowStartWall + 5000 && at <= windowEndWall;
+      });
     const speaking = clients.filter((c) => !c.types().includes('output_audio_buffer.stopped')).length;
     concurrency.push({
       calls,
@@ -133,6 +145,12 @@ for (const calls of values.calls
       packets_per_call_per_s: round(packets / calls / elapsed, 1),
       jitter_p50_ms: round(percentile(jitter, 50)),
       jitter_p99_ms: round(percentile(jitter, 99)),
+      gateway_send_jitter_p99_ms: pacing.length
+        ? {
+            first_call: Math.max(...pacing.map((line) => line.first_jitter_p99_ms)),
+            last_call: Math.max(...pacing.map((line) => line.last_jitter_p99_ms)),
+          }
+        : null,
       gateway_cpu_percent: round((cpu / elapsed) * 100, 1),
       cpu_percent_per_call: round(((cpu / elapsed) * 100) / calls, 2),
       // Load-insensitive: gateway CPU milliseconds spent per second of one call.

@@ -14,6 +14,8 @@ import { callRoutes } from './routes/calls.js';
 import { demoRoutes } from './routes/demo.js';
 import { discoveryRoutes } from './routes/discovery.js';
 
+const PACING_LOG_INTERVAL_MS = 5_000;
+
 /** What a test, probe or benchmark may replace; everything else comes from the configuration. */
 export interface GatewayOverrides {
   agent?: AgentBackend;
@@ -39,13 +41,23 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
   const logger = overrides.logger ?? createLogger({ debug: config.debug });
   const providers = await providersFromConfig(config, overrides);
   const registry = new CallRegistry(config.maxCalls);
+  const clock = overrides.clock ?? new SharedFrameClock();
+  // Every 5 s with calls live: how evenly the shared clock sent frames (operators and bench:voice read it).
+  const pacingLog =
+    clock instanceof SharedFrameClock
+      ? setInterval(() => {
+          const stats = clock.takePacingStats();
+          if (stats) logger.info('pacing', { calls: registry.activeCount, ...stats });
+        }, PACING_LOG_INTERVAL_MS)
+      : null;
+  pacingLog?.unref();
   const services: CallServices = {
     ...providers,
     endpointSettings: config.audio.endpoint,
     trimLeadingSilence: config.audio.ttsTrimLeadingSilence,
     bargeIn: config.bargeIn,
     iceServers: config.iceServers,
-    clock: overrides.clock ?? new SharedFrameClock(),
+    clock,
     logger,
     randomHex: (bytes) => randomBytes(bytes).toString('hex'),
     delay: overrides.delay ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
@@ -54,7 +66,10 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
   discoveryRoutes(app, config);
   await callRoutes(app, { config, registry, services, nowMs: overrides.nowMs ?? (() => Date.now()) });
   demoRoutes(app);
-  app.addHook('onClose', async () => registry.closeAll('gateway shutting down'));
+  app.addHook('onClose', async () => {
+    if (pacingLog) clearInterval(pacingLog);
+    await registry.closeAll('gateway shutting down');
+  });
   await Promise.all([warmUpWebrtc(), warmUpTurnPath()]);
   await app.ready();
   logger.info('gateway_ready', {

@@ -1,5 +1,17 @@
 /** 20 ms: the pacing interval of outbound audio. */
 export const FRAME_INTERVAL_MS = 20;
+/** Intervals kept between two `takePacingStats` calls (a minute of ticks). */
+const MAX_PACING_SAMPLES = 3000;
+
+/** Outbound pacing as the gateway sent it (see `SharedFrameClock.takePacingStats`). */
+export interface PacingStats {
+  intervals: number;
+  first_jitter_p50_ms: number;
+  first_jitter_p99_ms: number;
+  last_jitter_p50_ms: number;
+  last_jitter_p99_ms: number;
+  last_jitter_max_ms: number;
+}
 
 export interface FrameClock {
   /** Calls `onTick` every 20 ms until the returned function is called. */
@@ -16,6 +28,10 @@ export class SharedFrameClock implements FrameClock {
   private readonly listeners = new Set<(deadlineMs: number) => void>();
   private timer: NodeJS.Timeout | null = null;
   private nextDeadline = 0;
+  /** When the previous tick's first and last listener ran (for the pacing figures). */
+  private previous: { first: number; last: number } | null = null;
+  private firstDeviations: number[] = [];
+  private lastDeviations: number[] = [];
 
   constructor(readonly now: () => number = () => performance.now()) {}
 
@@ -38,8 +54,31 @@ export class SharedFrameClock implements FrameClock {
     this.timer = setTimeout(() => this.tick(), Math.max(0, this.nextDeadline - this.now()));
   }
 
+  /**
+   * Outbound pacing since the last call, as sent: |interval − 20 ms| between consecutive ticks, for the first
+   * call served on a tick and for the last (which waits for every other call's frame). Resets the figures.
+   */
+  takePacingStats(): PacingStats | null {
+    const first = this.firstDeviations.sort((a, b) => a - b);
+    const last = this.lastDeviations.sort((a, b) => a - b);
+    this.firstDeviations = [];
+    this.lastDeviations = [];
+    if (first.length === 0) return null;
+    const at = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
+    const tenths = (ms: number) => Math.round(ms * 10) / 10;
+    return {
+      intervals: first.length,
+      first_jitter_p50_ms: tenths(at(first, 0.5)),
+      first_jitter_p99_ms: tenths(at(first, 0.99)),
+      last_jitter_p50_ms: tenths(at(last, 0.5)),
+      last_jitter_p99_ms: tenths(at(last, 0.99)),
+      last_jitter_max_ms: tenths(last.at(-1) ?? 0),
+    };
+  }
+
   private tick(): void {
-    const deadline = Math.max(this.nextDeadline, this.now());
+    const first = this.now();
+    const deadline = Math.max(this.nextDeadline, first);
     for (const listener of [...this.listeners]) {
       try {
         listener(deadline);
@@ -47,9 +86,18 @@ export class SharedFrameClock implements FrameClock {
         // One call's failure must not stop the clock for the others; the call handles its own errors.
       }
     }
+    const last = this.now();
+    if (this.previous && this.firstDeviations.length < MAX_PACING_SAMPLES) {
+      this.firstDeviations.push(Math.abs(first - this.previous.first - FRAME_INTERVAL_MS));
+      this.lastDeviations.push(Math.abs(last - this.previous.last - FRAME_INTERVAL_MS));
+    }
+    this.previous = { first, last };
     this.nextDeadline = deadline + FRAME_INTERVAL_MS;
     if (this.listeners.size > 0) this.schedule();
-    else this.timer = null;
+    else {
+      this.timer = null;
+      this.previous = null;
+    }
   }
 }
 

@@ -129,6 +129,45 @@ describe('SharedFrameClock', () => {
   });
 });
 
+describe('SharedFrameClock pacing figures', () => {
+  it('reports |interval − 20 ms| between ticks as sent, and resets after each report', () => {
+    let now = 0;
+    const clock = new SharedFrameClock(() => now);
+    const real = { setTimeout: globalThis.setTimeout };
+    const scheduled: (() => void)[] = [];
+    globalThis.setTimeout = ((fn: () => void) => {
+      scheduled.push(fn);
+      return { unref() {} } as unknown as NodeJS.Timeout;
+    }) as typeof setTimeout;
+    try {
+      // The second listener takes 3 ms on the third tick: the last call's frame leaves late there.
+      let slow = false;
+      const stopA = clock.subscribe(() => undefined);
+      const stopB = clock.subscribe(() => {
+        if (slow) now += 3;
+      });
+      for (const at of [20, 40, 66, 86]) {
+        now = at;
+        slow = at === 66;
+        scheduled.shift()?.();
+      }
+      const stats = clock.takePacingStats();
+      expect(stats).toMatchObject({
+        intervals: 3,
+        first_jitter_p99_ms: 6,
+        last_jitter_p99_ms: 9,
+        last_jitter_max_ms: 9,
+      });
+      expect(stats).toMatchObject({ first_jitter_p50_ms: 0, last_jitter_p50_ms: 3 });
+      expect(clock.takePacingStats()).toBeNull();
+      stopA();
+      stopB();
+    } finally {
+      globalThis.setTimeout = real.setTimeout;
+    }
+  });
+});
+
 describe('Opus codec', () => {
   it('round-trips 20 ms of 48 kHz mono speech-band audio', () => {
     const encoder = new OpusEncoder();
