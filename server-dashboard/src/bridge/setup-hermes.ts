@@ -143,6 +143,24 @@ async function writePrivate(file: string, text: string): Promise<void> {
 }
 
 /**
+ * A file's mtime as Hermes records it in `script_mtime_at_approval` (agent/shell_hooks.py: Python's
+ * `datetime.fromtimestamp(getmtime(path), tz=utc).isoformat()` with `+00:00` as `Z`), so `hermes hooks
+ * doctor` sees the script unchanged since approval. Hermes takes the command's first part with a script
+ * extension (`.sh`, `.mjs`) as the script, which is our bridge for both interpreters.
+ */
+export function hermesMtime(file: string): string {
+  const seconds = Number(statSync(file).mtimeMs) / 1000;
+  let whole = Math.floor(seconds);
+  let micros = Math.round((seconds - whole) * 1_000_000);
+  if (micros === 1_000_000) {
+    whole += 1;
+    micros = 0;
+  }
+  const base = new Date(whole * 1000).toISOString().slice(0, 19);
+  return micros === 0 ? `${base}Z` : `${base}.${String(micros).padStart(6, '0')}Z`;
+}
+
+/**
  * Consent: Hermes runs a shell hook non-interactively only when it is in the profile's
  * shell-hooks-allowlist.json, so setup records our commands there (and --remove takes them out).
  */
@@ -156,7 +174,7 @@ export async function applyConsent(options: SetupOptions): Promise<void> {
   }
   const approvals = current.approvals.filter((a) => !isOurCommand(a.command));
   if (!options.remove) {
-    const mtime = statSync(options.runner.script).mtimeMs / 1000;
+    const mtime = hermesMtime(options.runner.script);
     for (const event of BRIDGED_HOOKS) {
       approvals.push({
         event,

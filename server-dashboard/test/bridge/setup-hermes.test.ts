@@ -1,9 +1,9 @@
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { chooseHookRunner, hookRunner } from '../../src/bridge/bridge-script.js';
-import { mcpUrl, run, setupHermes, type SetupOptions } from '../../src/bridge/setup-hermes.js';
+import { hermesMtime, mcpUrl, run, setupHermes, type SetupOptions } from '../../src/bridge/setup-hermes.js';
 import { BRIDGED_HOOKS } from '../../src/bridge/hook-payload.js';
 import { readOrCreateMcpToken } from '../../src/mcp/mcp-token.js';
 import { tempHermesHome } from '../support/config.js';
@@ -85,6 +85,11 @@ describe('conduit setup-hermes', () => {
     expect(allowlist().approvals[0]?.command).toBe(
       `/bin/sh ${SH_RUNNER.script} --state ${options.stateDir} ${BRIDGED_HOOKS[0]}`,
     );
+    // Hermes' own format (Python isoformat, UTC as Z) for the bridge script, so `hermes hooks doctor`
+    // sees no drift since approval.
+    const recorded = (allowlist().approvals[0] as { script_mtime_at_approval?: unknown }).script_mtime_at_approval;
+    expect(recorded).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?Z$/);
+    expect(Math.abs(Date.parse(String(recorded)) - statSync(SH_RUNNER.script).mtimeMs)).toBeLessThan(1);
   });
 
   it('--remove takes out only our entries and leaves the rest as it was', async () => {
@@ -96,6 +101,15 @@ describe('conduit setup-hermes', () => {
     expect(after).toContain('# keep me');
     expect(parse(after)).toEqual(parse(USER_CONFIG));
     expect(allowlist().approvals).toEqual([]);
+  });
+
+  it('records an mtime exactly as Python prints it (microseconds, or none when whole)', () => {
+    const file = path.join(home.root, 'script.sh');
+    writeFileSync(file, '');
+    utimesSync(file, new Date('2026-03-04T05:06:07Z'), new Date('2026-03-04T05:06:07Z'));
+    expect(hermesMtime(file)).toBe('2026-03-04T05:06:07Z');
+    utimesSync(file, 1772600767.25, 1772600767.25);
+    expect(hermesMtime(file)).toBe('2026-03-04T05:06:07.250000Z');
   });
 
   it('switching between the sh and the Node bridge replaces our entries, never doubles them', async () => {
