@@ -110,6 +110,26 @@ describe('the MCP endpoint (streamable HTTP, SDK client)', () => {
     expect(get.status).toBe(405);
   });
 
+  it('is served by the host itself when it fronts a dashboard (never proxied)', async () => {
+    const fronting = await startHost(
+      testConfig(home.root, {
+        stateDir: path.join(home.root, 'conduit-host'),
+        fronting: { mode: 'dashboard', dashboardUrl: 'http://127.0.0.1:9' },
+      }),
+    );
+    try {
+      const url = new URL(MCP_PATH, fronting.url);
+      const client = new Client({ name: 'conduit-test', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+      );
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['conduit_status']);
+      await client.close();
+    } finally {
+      await fronting.app.close();
+    }
+  });
+
   it('keeps one token across restarts, in a 0600 file', async () => {
     expect(await readOrCreateMcpToken(path.join(home.root, 'conduit-host'))).toBe(token);
     expect(statSync(mcpTokenPath(path.join(home.root, 'conduit-host'))).mode & 0o777).toBe(0o600);
