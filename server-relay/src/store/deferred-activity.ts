@@ -43,7 +43,7 @@ export class DeferredActivity {
     }
     const batch = [...this.pending.values()];
     this.pending = new Map();
-    // One transaction per flush: a busy relay commits once every 5 s for all its gateways.
+    // Flushes run one after another; each writes its gateways in bulk statements (RelayStore).
     this.flushing = this.flushing.then(() => this.store.recordGatewayActivities(batch));
     await this.flushing;
   }
