@@ -16,7 +16,9 @@ import { relaySender, type PrepareEvent } from './delivery/relay-sender.js';
 import { Spool } from './delivery/spool.js';
 import { bearerVerifier, dashboardVerifier, type CallerVerifier } from './fronting/caller-verification.js';
 import { proxyHttp, proxyUpgrade } from './fronting/proxy.js';
-import { AppSubmissions, gatewaySubmissionObserver } from './notifier/app-submissions.js';
+import { AppSubmissions } from './notifier/app-submissions.js';
+import { DesktopSelectionPublisher } from './notifier/desktop-selection.js';
+import { gatewayObserver } from './notifier/gateway-observer.js';
 import { Notifier, type ProfileScope } from './notifier/notifier.js';
 import { PLUGIN_CAPABILITIES } from './notifier/events.js';
 import { MCP_PATH, mcpRoutes } from './mcp/mcp-endpoint.js';
@@ -24,7 +26,7 @@ import { readOrCreateMcpToken } from './mcp/mcp-token.js';
 import { readSessionTitle } from './notifier/session-titles.js';
 import { createRelayApi } from './pairing/relay-api.js';
 import { registerPairingRoutes } from './pairing/routes.js';
-import { resolveProfile } from './fronting/profiles.js';
+import { profileOfHook, resolveProfile } from './fronting/profiles.js';
 import { approvalRoutes } from './routes/approvals.js';
 import { capabilityRoutes } from './routes/capabilities.js';
 import { HOOK_PATH, hookRoutes } from './routes/hooks.js';
@@ -66,9 +68,15 @@ function isOurs(url: string | undefined): boolean {
 export async function buildHost(config: HostConfig, overrides: Partial<HostDeps> = {}): Promise<Host> {
   const { clock, log, limits } = config;
   const upstream = config.fronting.mode === 'dashboard' ? new URL(config.fronting.dashboardUrl) : null;
-  // Prompts Conduit and browser sockets send through the proxy, to place their turns' replies.
+  // Gateway sockets through the proxy: the prompts apps send (to place their turns' replies) and the
+  // chat Desktop has selected (published for the two-minute rule).
   const submissions = new AppSubmissions(clock);
-  const observeGateway = gatewaySubmissionObserver(submissions);
+  const desktopSelection = new DesktopSelectionPublisher(log);
+  const observeGateway = gatewayObserver({
+    submissions,
+    selection: desktopSelection,
+    homeOf: (profile) => profileOfHook(config.hermesHome, profile)?.home ?? null,
+  });
   const verifier: CallerVerifier =
     config.fronting.mode === 'dashboard'
       ? dashboardVerifier({
@@ -229,6 +237,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
   });
   app.addHook('onClose', async () => {
     clearInterval(flushTimer);
+    desktopSelection.stop();
     await queue.stop();
   });
   await app.ready();

@@ -68,13 +68,20 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, upstream: U
  * Forwards a WebSocket (or any Upgrade) handshake to the dashboard; after its 101 the two sockets
  * are joined byte for byte, so frames, close codes and subprotocols pass unchanged.
  */
+/** A read-only view of a proxied socket's bytes: what the client sends, what the server sends, its end. */
+export interface SocketTap {
+  fromClient?(chunk: Buffer): void;
+  fromServer?(chunk: Buffer): void;
+  closed?(): void;
+}
+
 export function proxyUpgrade(
   req: IncomingMessage,
   socket: Duplex,
   head: Buffer,
   upstream: URL,
-  /** Given the upgrade and the dashboard's 101 headers, a read-only tap for the client's bytes (or null). */
-  observe?: (req: IncomingMessage, responseHeaders: http.IncomingHttpHeaders) => ((chunk: Buffer) => void) | null,
+  /** Given the upgrade and the dashboard's 101 headers, a tap that reads the joined sockets (or null). */
+  observe?: (req: IncomingMessage, responseHeaders: http.IncomingHttpHeaders) => SocketTap | null,
 ): void {
   const upstreamReq = http.request({
     hostname: upstream.hostname,
@@ -91,23 +98,35 @@ export function proxyUpgrade(
     socket.write(lines.join('\r\n') + '\r\n\r\n');
     if (upstreamHead.length) socket.write(upstreamHead);
     if (head.length) upstreamSocket.write(head);
-    let tap: ((chunk: Buffer) => void) | null = null;
+    let tap: SocketTap | null = null;
     try {
       tap = observe?.(req, upstreamRes.headers) ?? null;
     } catch {
       tap = null; // observing never stands in the way of the socket
     }
     if (tap) {
-      const read = tap;
-      const safe = (chunk: Buffer) => {
+      const view = tap;
+      // The tap only reads; its failure leaves the forwarded bytes as they are.
+      const guard = (read: ((chunk: Buffer) => void) | undefined) => (chunk: Buffer) => {
         try {
-          read(chunk);
+          read?.call(view, chunk);
         } catch {
-          // the tap only reads; its failure leaves the forwarded bytes as they are
+          // ignored on purpose
         }
       };
-      if (head.length) safe(head);
-      socket.on('data', safe);
+      const fromClient = guard(view.fromClient);
+      const fromServer = guard(view.fromServer);
+      if (upstreamHead.length) fromServer(upstreamHead);
+      if (head.length) fromClient(head);
+      if (view.fromClient) socket.on('data', fromClient);
+      if (view.fromServer) upstreamSocket.on('data', fromServer);
+      socket.once('close', () => {
+        try {
+          view.closed?.();
+        } catch {
+          // ignored on purpose
+        }
+      });
     }
     upstreamSocket.pipe(socket);
     socket.pipe(upstreamSocket);

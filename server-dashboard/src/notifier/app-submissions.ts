@@ -1,12 +1,9 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Clock } from '../clock.js';
-import { ClientFrameReader } from './gateway-frames.js';
 
 /** The app connections a "response ready" choice can name by the socket that sent the turn. */
 export type AppSource = 'conduit' | 'desktop';
 
-/** The dashboard's gateway socket, where Conduit, Desktop and the web dashboard send their turns. */
-export const GATEWAY_SOCKET_PATH = '/api/ws';
 /** A submission starts its turn within this long, or it is forgotten. */
 const SUBMISSION_TTL_MS = 10 * 60_000;
 /** Per profile; the oldest submissions go first. */
@@ -14,7 +11,7 @@ const MAX_SUBMISSIONS = 256;
 /** Only the start of a prompt is kept to match it: enough to tell turns apart, never a whole paste. */
 const MATCH_CHARS = 2_000;
 
-function header(headers: IncomingHttpHeaders, name: string): string {
+export function header(headers: IncomingHttpHeaders, name: string): string {
   const value = headers[name];
   return (Array.isArray(value) ? value[0] : value) ?? '';
 }
@@ -41,7 +38,7 @@ function matchKey(text: string): string {
 }
 
 /** A JSON-RPC `prompt.submit` with text: what to record of it (profile, when it names one, and text). */
-function promptOf(message: string): { profile: string | null; text: string } | null {
+export function promptOf(message: string): { profile: string | null; text: string } | null {
   if (!message.includes('prompt.submit')) return null;
   let parsed: unknown;
   try {
@@ -107,23 +104,4 @@ export class AppSubmissions {
     const [placed] = found.list.splice(found.index, 1);
     return placed?.source ?? null;
   }
-}
-
-/**
- * The proxy's observer for gateway sockets: for a socket from an app, a tap that reads its prompts
- * into `submissions`; null for any other upgrade. The tap only reads the bytes the proxy forwards.
- */
-export function gatewaySubmissionObserver(submissions: AppSubmissions) {
-  return (req: IncomingMessage, responseHeaders: IncomingHttpHeaders): ((chunk: Buffer) => void) | null => {
-    const pathname = (req.url ?? '/').split('?')[0];
-    if (pathname !== GATEWAY_SOCKET_PATH) return null;
-    const source = appSourceOf(req.headers);
-    if (!source) return null;
-    const deflate = header(responseHeaders, 'sec-websocket-extensions').includes('permessage-deflate');
-    const reader = new ClientFrameReader((message) => {
-      const prompt = promptOf(message);
-      if (prompt) submissions.record(prompt.profile, source, prompt.text);
-    }, deflate);
-    return (chunk) => reader.push(chunk);
-  };
 }

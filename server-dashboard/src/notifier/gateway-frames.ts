@@ -6,12 +6,13 @@ const MAX_MESSAGE_BYTES = 1024 * 1024;
 const DEFLATE_TAIL = Buffer.from([0x00, 0x00, 0xff, 0xff]);
 
 /**
- * Reads the text messages a WebSocket client sends (RFC 6455 client frames: masked, possibly
- * fragmented, possibly compressed with permessage-deflate), from the bytes the proxy forwards. It only
- * reads: the bytes flow to the dashboard unchanged whatever happens here. Anything unexpected (an
- * unmasked frame, a reserved opcode) ends the reading for that socket, never the socket itself.
+ * Reads the text messages one side of a WebSocket sends (RFC 6455 frames: masked from the client,
+ * unmasked from the server, possibly fragmented, possibly compressed with permessage-deflate), from the
+ * bytes the proxy forwards. It only reads: the bytes flow on unchanged whatever happens here. Anything
+ * unexpected (a frame masked the wrong way, a reserved opcode) ends the reading for that direction,
+ * never the socket itself.
  */
-export class ClientFrameReader {
+export class FrameReader {
   private buffer: Buffer = Buffer.alloc(0);
   private fragments: Buffer[] = [];
   private fragmentBytes = 0;
@@ -25,7 +26,7 @@ export class ClientFrameReader {
 
   constructor(
     private readonly onText: (text: string) => void,
-    private readonly deflate: boolean,
+    private readonly options: { deflate: boolean; fromClient: boolean },
   ) {}
 
   push(chunk: Buffer): void {
@@ -55,7 +56,9 @@ export class ClientFrameReader {
     const fin = (first & 0x80) !== 0;
     const rsv1 = (first & 0x40) !== 0;
     const opcode = first & 0x0f;
-    if ((second & 0x80) === 0) throw new Error('unmasked client frame');
+    const masked = (second & 0x80) !== 0;
+    if (masked !== this.options.fromClient) throw new Error('frame masked the wrong way');
+    const maskBytes = masked ? 4 : 0;
     let length = second & 0x7f;
     let offset = 2;
     if (length === 126) {
@@ -69,15 +72,15 @@ export class ClientFrameReader {
       length = Number(big);
       offset = 10;
     }
-    if (b.length < offset + 4 + length) {
+    if (b.length < offset + maskBytes + length) {
       // A frame we would skip anyway is not held in memory while it streams through.
       if (length > MAX_MESSAGE_BYTES) throw new Error('frame too large');
       return false;
     }
-    const mask = b.subarray(offset, offset + 4);
-    const payload = Buffer.from(b.subarray(offset + 4, offset + 4 + length));
-    for (let i = 0; i < payload.length; i++) payload[i] = (payload[i] ?? 0) ^ (mask[i % 4] ?? 0);
-    this.buffer = b.subarray(offset + 4 + length);
+    const mask = b.subarray(offset, offset + maskBytes);
+    const payload = Buffer.from(b.subarray(offset + maskBytes, offset + maskBytes + length));
+    if (masked) for (let i = 0; i < payload.length; i++) payload[i] = (payload[i] ?? 0) ^ (mask[i % 4] ?? 0);
+    this.buffer = b.subarray(offset + maskBytes + length);
     this.frame(opcode, fin, rsv1, payload);
     return true;
   }
@@ -113,7 +116,7 @@ export class ClientFrameReader {
       this.onText(message.toString('utf8'));
       return;
     }
-    if (!this.deflate) throw new Error('compressed frame without permessage-deflate');
+    if (!this.options.deflate) throw new Error('compressed frame without permessage-deflate');
     this.inflate(message);
   }
 

@@ -2,7 +2,7 @@ import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { appSourceOf, AppSubmissions } from '../../src/notifier/app-submissions.js';
-import { ClientFrameReader } from '../../src/notifier/gateway-frames.js';
+import { FrameReader } from '../../src/notifier/gateway-frames.js';
 
 /** One client frame as RFC 6455 §5.2 lays it out: masked, with a 7, 16 or 64-bit length. */
 function frame(opcode: number, payload: Buffer, options: { fin?: boolean; rsv1?: boolean } = {}): Buffer {
@@ -25,9 +25,9 @@ function frame(opcode: number, payload: Buffer, options: { fin?: boolean; rsv1?:
   return Buffer.concat([Buffer.from(head), ext, mask, masked]);
 }
 
-function reader(deflate = false) {
+function reader(deflate = false, fromClient = true) {
   const texts: string[] = [];
-  return { texts, reader: new ClientFrameReader((text) => texts.push(text), deflate) };
+  return { texts, reader: new FrameReader((text) => texts.push(text), { deflate, fromClient }) };
 }
 
 describe('reading client frames', () => {
@@ -75,11 +75,16 @@ describe('reading client frames', () => {
     expect(texts).toEqual([text, text]);
   });
 
-  it('stops reading (and only reading) on an unmasked frame', () => {
+  it('stops reading (and only reading) on a frame masked the wrong way', () => {
     const { texts, reader: r } = reader();
     r.push(Buffer.from([0x81, 0x02, 0x68, 0x69]));
     r.push(frame(0x1, Buffer.from('later')));
     expect(texts).toEqual([]);
+    const server = reader(false, false);
+    server.reader.push(Buffer.from([0x81, 0x02, 0x68, 0x69])); // a server frame is not masked
+    server.reader.push(frame(0x1, Buffer.from('masked')));
+    server.reader.push(Buffer.from([0x81, 0x01, 0x78]));
+    expect(server.texts).toEqual(['hi']);
   });
 });
 

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -10,14 +10,31 @@ import { callHook } from '../support/hook-call.js';
 import { startHost } from '../support/host.js';
 import { writePairing } from '../support/pairing.js';
 
-/** A Hermes dashboard whose /api/ws answers every message (so a test knows the proxy forwarded it). */
+/**
+ * A Hermes dashboard whose /api/ws answers every request (so a test knows the proxy forwarded it), as
+ * the gateway does: session.resume answers the live handle of the stored chat, session.create a new
+ * chat's live handle and stored id. Events stream in between, as they do while a turn runs.
+ */
 class FakeGateway {
   server = http.createServer((_req, res) => res.writeHead(404).end());
-  wss = new WebSocketServer({ noServer: true, perMessageDeflate: true });
+  wss = new WebSocketServer({ noServer: true, perMessageDeflate: { threshold: 0 } });
   url = '';
+  private live = 0;
   async start() {
     this.server.on('upgrade', (req, socket, head) =>
-      this.wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', () => ws.send('{"result":{}}'))),
+      this.wss.handleUpgrade(req, socket, head, (ws) =>
+        ws.on('message', (data) => {
+          const rpc = JSON.parse(data.toString()) as { id: number; method: string };
+          ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'event', params: { type: 'message.delta', payload: 'x' } }));
+          const result =
+            rpc.method === 'session.resume'
+              ? { session_id: `live-${++this.live}` }
+              : rpc.method === 'session.create'
+                ? { session_id: `live-${++this.live}`, stored_session_id: 'stored-new' }
+                : {};
+          ws.send(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result }));
+        }),
+      ),
     );
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
@@ -47,22 +64,30 @@ afterEach(async () => {
   home.cleanup();
 });
 
-/** An app socket through the host; `submit` resolves once the dashboard has the prompt. */
+/** An app socket through the host; each call resolves once the dashboard has answered it. */
 async function appSocket(url: string, headers: Record<string, string>, compress: boolean) {
+  let id = 0;
   const ws = new WebSocket(url.replace('http', 'ws') + '/api/ws?token=t', {
     headers,
     perMessageDeflate: compress ? { threshold: 0 } : false,
   });
   await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  const call = (method: string, params: Record<string, unknown>) =>
+    new Promise<unknown>((resolve) => {
+      const mine = ++id;
+      const onMessage = (data: WebSocket.RawData) => {
+        const reply = JSON.parse(data.toString()) as { id?: number; result?: unknown };
+        if (reply.id !== mine) return;
+        ws.off('message', onMessage);
+        resolve(reply.result);
+      };
+      ws.on('message', onMessage);
+      ws.send(JSON.stringify({ jsonrpc: '2.0', id: mine, method, params }));
+    });
   return {
-    submit: (text: string) =>
-      new Promise<void>((resolve) => {
-        ws.once('message', () => resolve());
-        ws.send(
-          JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'prompt.submit', params: { session_id: 'live1', text } }),
-        );
-      }),
-    close: () => ws.close(),
+    call,
+    submit: (text: string) => call('prompt.submit', { session_id: 'live1', text }),
+    close: () => new Promise((resolve) => ws.once('close', resolve).close()),
   };
 }
 
@@ -100,8 +125,50 @@ describe('reply sources: turns placed by the app socket that sent them', () => {
       ['response.ready', 'chat-other'],
       ['response.ready', 'chat-tg'],
     ]);
-    conduit.close();
-    desktop.close();
+    await conduit.close();
+    await desktop.close();
+    await host.app.close();
+  });
+});
+
+describe('being watched on Desktop: the selection published from Desktop sockets', () => {
+  const selectedFile = () => path.join(home.root, 'conduit-desktop-selected.json');
+  const selected = () => (JSON.parse(readFileSync(selectedFile(), 'utf8')) as { sessions: string[] }).sessions;
+
+  async function eventually(what: string, probe: () => boolean) {
+    for (let i = 0; i < 300; i++) {
+      try {
+        if (probe()) return;
+      } catch {
+        // not written yet
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  }
+
+  it('opens and switches move the selection, a closed socket ends it; a quick reply in the open chat is quiet', async () => {
+    const host = await startHost(testConfig(home.root, { fronting: { mode: 'dashboard', dashboardUrl: gateway.url } }));
+    const mac = await appSocket(host.url, { 'user-agent': 'Mozilla/5.0 (Macintosh) Electron/33.2.0' }, true);
+    const phone = await appSocket(host.url, { 'x-conduit-client': 'ios/3.1' }, false);
+    await phone.call('session.resume', { session_id: 'phone-chat' }); // Conduit never counts
+    const opened = (await mac.call('session.resume', { session_id: 'chat-a' })) as { session_id: string };
+    await eventually('chat-a selected', () => selected().join() === 'chat-a');
+    await mac.call('session.create', {});
+    await eventually('the new chat selected', () => selected().join() === 'stored-new');
+    await mac.call('session.activate', { session_id: opened.session_id }); // back to chat-a by its live handle
+    await eventually('chat-a selected again', () => selected().join() === 'chat-a');
+
+    await turn(host.url, host.hookToken, 'chat-a', 'quick question', 'desktop');
+    await turn(host.url, host.hookToken, 'phone-chat', 'another question', 'desktop');
+    for (let i = 0; i < 200 && relay.events.length < 1; i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(relay.events.map((e) => e.body.session_id)).toEqual(['phone-chat']);
+
+    await mac.close();
+    await eventually('the selection ended', () => selected().length === 0);
+    expect(statSync(selectedFile()).mode & 0o777).toBe(0o600);
+    await phone.close();
     await host.app.close();
   });
 });
