@@ -6,6 +6,11 @@ import { createDb } from '@conduit/prisma';
 import { createRelayClient } from '@conduit/generated/relay/client';
 import { deviceToken, STORE_KINDS, testDatabase, TOPIC } from './support/harness.js';
 import { startRelayProcess, type RelayProcess } from './support/relay-process.js';
+import { openPrismaStore } from '../src/store/prisma-store.js';
+import { CachedStore } from '../src/store/cached-store.js';
+import type { InstallationRecord } from '../src/store/records.js';
+import type { RelayStore } from '../src/store/relay-store.js';
+import { normalizePreferences } from '../src/domain/preferences.js';
 
 const CAPACITY = 10;
 const RACERS = 50;
@@ -76,5 +81,51 @@ describe.each(STORE_KINDS)('registration capacity on %s', (kind) => {
     });
     expect(late.response.status).toBe(429);
     expect(late.error).toEqual({ error: 'installation_limit_reached' });
+  }, 120_000);
+});
+
+function installation(i: number): InstallationRecord {
+  return {
+    id: `capacity-${i}`,
+    bundleId: TOPIC,
+    deviceToken: deviceToken(i + 16),
+    voipToken: null,
+    watchVoipToken: null,
+    environment: 'production',
+    deviceSecretHash: 'b'.repeat(64),
+    active: true,
+    preferences: normalizePreferences({}),
+    createdAt: 0,
+    updatedAt: 0,
+  };
+}
+
+describe.each(STORE_KINDS)('store admission on %s', (kind) => {
+  it('the bare store and the cached store each admit exactly the capacity under a race', async () => {
+    const db = await testDatabase(kind);
+    const store = await openPrismaStore(db.url);
+    try {
+      const race = (target: RelayStore, capacity: number, from: number) =>
+        Promise.allSettled(
+          Array.from({ length: 20 }, (_, i) =>
+            target.insertInstallationIfAdmitted(installation(from + i), (count) => {
+              if (count >= capacity) throw new Error('full');
+            }),
+          ),
+        );
+      const bare = await race(store, 5, 0);
+      expect(bare.filter((r) => r.status === 'fulfilled')).toHaveLength(5);
+      expect(await store.countInstallations()).toBe(5);
+
+      // The cached store starts from the 5 stored rows: capacity 8 leaves 3 slots.
+      const cached = new CachedStore(store);
+      const more = await race(cached, 8, 100);
+      expect(more.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
+      expect(await store.countInstallations()).toBe(8);
+      expect(await cached.countInstallations()).toBe(8);
+    } finally {
+      await store.close();
+      await db.release();
+    }
   }, 120_000);
 });

@@ -36,14 +36,18 @@ export function pairingRoutes(app: FastifyInstance, context: RelayContext): void
       await context.store.deletePairing(codeHash);
       throw new WireError(404, 'invalid_or_expired_pairing');
     }
-    const installation = await context.store.findInstallation(pairing.installationId);
+    // Both reads at once (one round trip less on PostgreSQL); the count is only used for an active phone.
+    const [installation, gatewayCount] = await Promise.all([
+      context.store.findInstallation(pairing.installationId),
+      context.store.countGateways(pairing.installationId),
+    ]);
     if (!installation?.active) {
       // The code is spent either way: a deactivated phone must pair again from scratch.
       await context.store.deletePairing(codeHash);
       throw new WireError(404, 'invalid_or_expired_pairing');
     }
     // Capacity before the budget; the code is kept so the phone can free a slot and retry.
-    if ((await context.store.countGateways(installation.id)) >= limits.maxGatewaysPerInstallation) {
+    if (gatewayCount >= limits.maxGatewaysPerInstallation) {
       throw new WireError(429, 'gateway_limit_reached');
     }
     limit(context, 'device-change-global', limits.deviceChangesPerMinute);
