@@ -8,6 +8,8 @@ export type AppSource = 'conduit' | 'desktop';
 const SUBMISSION_TTL_MS = 10 * 60_000;
 /** Per profile; the oldest submissions go first. */
 const MAX_SUBMISSIONS = 256;
+/** Profiles named by clients; the one written longest ago goes first. */
+const MAX_PROFILES = 64;
 /** Only the start of a prompt is kept to match it: enough to tell turns apart, never a whole paste. */
 const MATCH_CHARS = 2_000;
 
@@ -74,7 +76,9 @@ export class AppSubmissions {
     const list = this.byProfile.get(bucket) ?? [];
     list.push({ profile, source, text: key, at: this.clock.now() });
     while (list.length > MAX_SUBMISSIONS) list.shift();
+    this.byProfile.delete(bucket);
     this.byProfile.set(bucket, list);
+    while (this.byProfile.size > MAX_PROFILES) this.byProfile.delete(this.byProfile.keys().next().value as string);
   }
 
   /**

@@ -123,4 +123,15 @@ describe('placing a turn by the app that sent it', () => {
     log.record('default', 'desktop', 'same');
     expect(log.placeTurn('default', 'same', clock.now())).toBeNull();
   });
+
+  it('remembers at most 256 prompts per profile and 64 profiles', () => {
+    const clock = new ManualClock();
+    const log = new AppSubmissions(clock);
+    for (let i = 0; i <= 256; i++) log.record('work', 'conduit', `prompt ${i}`);
+    expect(log.placeTurn('work', 'prompt 0', clock.now())).toBeNull();
+    expect(log.placeTurn('work', 'prompt 1', clock.now())).toBe('conduit');
+    for (let i = 0; i < 64; i++) log.record(`p${i}`, 'desktop', 'hello');
+    expect(log.placeTurn('work', 'prompt 2', clock.now())).toBeNull(); // the oldest profile went
+    expect(log.placeTurn('p63', 'hello', clock.now())).toBe('desktop');
+  });
 });

@@ -1,7 +1,9 @@
-import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/log.js';
+import { DesktopSelectionPublisher } from '../../src/notifier/desktop-selection.js';
 import {
   DESKTOP_SELECTED_FILE,
   readDesktopSelection,
@@ -60,5 +62,36 @@ describe('watchedOnDesktop', () => {
     ['no selection', 'chat', 0, 1_000, null, false],
   ] as const)('%s', (_name, sid, start, reply, sel, expected) => {
     expect(watchedOnDesktop(sid, start, reply, sel)).toBe(expected);
+  });
+});
+
+describe('publishing the selection', () => {
+  it('writes on every change, renews while anything is selected, and each home gets only its chats', async () => {
+    const other = mkdtempSync(path.join(os.tmpdir(), 'conduit-desktop-'));
+    const publisher = new DesktopSelectionPublisher(silentLogger, 100);
+    const file = path.join(home, DESKTOP_SELECTED_FILE);
+    const read = (at: string) => JSON.parse(readFileSync(path.join(at, DESKTOP_SELECTED_FILE), 'utf8')) as object;
+    publisher.select(1, home, 'a');
+    publisher.select(2, home, 'b');
+    publisher.select(3, other, 'c');
+    await publisher.settled();
+    expect([read(home), read(other)]).toEqual([
+      { version: 1, sessions: ['a', 'b'] },
+      { version: 1, sessions: ['c'] },
+    ]);
+    const old = new Date(Date.now() - 20_000);
+    utimesSync(file, old, old);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await publisher.settled();
+    expect(Date.now() - statSync(file).mtimeMs).toBeLessThan(5_000); // renewed
+    publisher.select(1, other, 'a'); // socket 1 moved to the other profile's chat
+    publisher.closed(2);
+    await publisher.settled();
+    expect([read(home), read(other)]).toEqual([
+      { version: 1, sessions: [] },
+      { version: 1, sessions: ['a', 'c'] },
+    ]);
+    publisher.stop();
+    rmSync(other, { recursive: true, force: true });
   });
 });
