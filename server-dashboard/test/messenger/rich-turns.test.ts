@@ -12,7 +12,8 @@ import { instantReply, ScriptedAgentBackend } from '../../src/messenger/scripted
 import type { AgentBackend } from '../../src/messenger/agent-backend.js';
 import { RELAY_PLATFORM_HINT } from '../../src/messenger/platform-hint.js';
 import { chatHandle, envelope, inboundMessage } from './fakes/fake-relay.js';
-import { HERMES_KEY, startFakes, waitFor, type Fakes } from './harness.js';
+import { RelayApi, type RelayApiError } from '../../src/messenger/relay-api.js';
+import { HERMES_KEY, RELAY_TOKEN, startFakes, waitFor, type Fakes } from './harness.js';
 
 type Json = Record<string, unknown>;
 
@@ -259,6 +260,37 @@ describe('inbound images', () => {
     expect(fakes.hermes.createdRuns).toHaveLength(1);
     expect(fakes.hermes.createdRuns[0]?.images).toHaveLength(1);
     expect(fakes.relay.messages.size).toBe(1);
+  });
+
+  it('the size cap holds by the declared size and while streaming, and a pending upload is worth a retry', async () => {
+    const api = new RelayApi({ origin: fakes.relay.url, agentToken: RELAY_TOKEN });
+    const big = randomUUID();
+    fakes.relay.attachments.set(big, { filename: 'b.png', contentType: 'image/png', bytes: PNG });
+    const lying = randomUUID();
+    fakes.relay.attachments.set(lying, { filename: 'l.png', contentType: 'image/png', bytes: PNG, declaredSize: 2 });
+    const pending = randomUUID();
+    fakes.relay.attachments.set(pending, {
+      filename: 'p.png',
+      contentType: 'image/png',
+      bytes: PNG,
+      status: 'pending',
+    });
+    const failure = (p: Promise<unknown>) =>
+      p.then(
+        () => null,
+        (e: unknown) => e as RelayApiError,
+      );
+    const declared = await failure(api.downloadAttachment(big, 8));
+    expect(declared).toMatchObject({
+      kind: 'rejected',
+      message: `attachment is ${PNG.byteLength} bytes; the most is 8`,
+    });
+    expect(fakes.relay.downloads).toHaveLength(0);
+    const streamed = await failure(api.downloadAttachment(lying, 8));
+    expect(streamed).toMatchObject({ kind: 'rejected', message: 'download is over 8 bytes' });
+    expect((await failure(api.downloadAttachment(pending, 8)))?.kind).toBe('retryable');
+    expect((await api.downloadAttachment(big, PNG.byteLength)).bytes).toEqual(PNG);
+    expect(fakes.relay.contractViolations).toEqual([]);
   });
 
   it('an image Relay will not serve leaves its note in the words, is logged, and the turn goes on', async () => {

@@ -96,6 +96,8 @@ export class FakeRelay {
       bytes: Buffer;
       status?: 'pending' | 'complete' | 'failed';
       external?: boolean;
+      /** A size_bytes that differs from the bytes served (a lying or stale declaration). */
+      declaredSize?: number;
     }
   >();
   /** Downloads served, with the Authorization header each carried. */
@@ -357,7 +359,7 @@ export class FakeRelay {
           id,
           filename: a.filename,
           content_type: a.contentType,
-          size_bytes: a.bytes.byteLength,
+          size_bytes: a.declaredSize ?? a.bytes.byteLength,
           status: a.status ?? 'complete',
           download_url: `${base}/${a.external === true ? 'bucket' : 'downloads'}/${id}`,
           created_at: nowIso(),
