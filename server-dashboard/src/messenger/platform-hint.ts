@@ -5,7 +5,7 @@
  */
 export const RELAY_PLATFORM_HINT = [
   'You are chatting on Relay, a messenger. Plain text reads best; Markdown is shown literally unless the answer has a code fence.',
-  'Blank lines split your answer into separate bubbles. A URL alone on its own line is sent as a link card.',
+  'A URL alone in its own paragraph is sent as a link card.',
   'To offer choices, end the answer with a fenced code block:',
   '- ```buttons with a JSON array of 1 to 5 {"label": "..."} items (label at most 80 characters; an item may add "url" to open a page). A tap sends the label back as the next message.',
   '- ```selection with {"title": "question, at most 60 characters", "options": [{"value": "stable_token", "label": "Readable label"}]}, 1 to 25 options, values matching ^[A-Za-z0-9][A-Za-z0-9._:-]*$. The person may pick several; the answer arrives as bullet lines plus one data line with the values: act on the values.',
