@@ -4,7 +4,7 @@
  * hint. Constant on purpose: a replayed turn must post the same run body as the attempt it replays.
  */
 export const RELAY_PLATFORM_HINT = [
-  'You are chatting on Relay, a messenger. Plain text reads best; Markdown is shown literally unless the answer has a code fence.',
+  'You are chatting on Relay, a messenger. Write plain text: Relay does not render Markdown (headings, bold and inline code marks are removed).',
   'A URL alone in its own paragraph is sent as a link card.',
   'To offer choices, end the answer with a fenced code block:',
   '- ```buttons with a JSON array of 1 to 5 {"label": "..."} items (label at most 80 characters; an item may add "url" to open a page). A tap sends the label back as the next message.',
