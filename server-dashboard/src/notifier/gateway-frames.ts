@@ -19,6 +19,8 @@ export class FrameReader {
   private fragmentText = false;
   private fragmentCompressed = false;
   private skipping = false;
+  /** Bytes of an oversized frame still to pass by unread. */
+  private discard = 0;
   private stopped = false;
   private inflater: zlib.InflateRaw | null = null;
   /** Compressed messages inflate one after another, in order, on the shared window. */
@@ -49,6 +51,12 @@ export class FrameReader {
 
   /** Reads one whole frame from the buffer; false when more bytes are needed. */
   private readFrame(): boolean {
+    if (this.discard > 0) {
+      const dropped = Math.min(this.discard, this.buffer.length);
+      this.buffer = this.buffer.subarray(dropped);
+      this.discard -= dropped;
+      if (this.discard > 0) return false;
+    }
     const b = this.buffer;
     if (b.length < 2) return false;
     const first = b[0] ?? 0;
@@ -72,11 +80,19 @@ export class FrameReader {
       length = Number(big);
       offset = 10;
     }
-    if (b.length < offset + maskBytes + length) {
-      // A frame we would skip anyway is not held in memory while it streams through.
-      if (length > MAX_MESSAGE_BYTES) throw new Error('frame too large');
-      return false;
+    if (length > MAX_MESSAGE_BYTES) {
+      // Never held in memory: an uncompressed one (an attachment, say) streams past unread. A compressed
+      // one cannot: later messages refer back into it, so reading this direction ends here.
+      const compressed = opcode === 0x0 ? this.fragmentCompressed : rsv1;
+      if (compressed || opcode >= 0x8 || (opcode > 0x2 && opcode < 0x8)) throw new Error('frame too large');
+      if (opcode !== 0x0) this.fragmentCompressed = false;
+      this.skipping = true;
+      this.fragments = [];
+      this.discard = maskBytes + length;
+      this.buffer = b.subarray(offset);
+      return true;
     }
+    if (b.length < offset + maskBytes + length) return false;
     const mask = b.subarray(offset, offset + maskBytes);
     const payload = Buffer.from(b.subarray(offset + maskBytes, offset + maskBytes + length));
     if (masked) for (let i = 0; i < payload.length; i++) payload[i] = (payload[i] ?? 0) ^ (mask[i % 4] ?? 0);

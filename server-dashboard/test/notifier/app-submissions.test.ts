@@ -75,6 +75,17 @@ describe('reading client frames', () => {
     expect(texts).toEqual([text, text]);
   });
 
+  it('lets an oversized uncompressed message stream past unread, and reads the next one', () => {
+    const { texts, reader: r } = reader();
+    const bytes = Buffer.concat([
+      frame(0x2, Buffer.alloc(1_500_000, 1), { fin: false }),
+      frame(0x0, Buffer.from('tail')),
+      frame(0x1, Buffer.from('after')),
+    ]);
+    for (let i = 0; i < bytes.length; i += 65_536) r.push(bytes.subarray(i, i + 65_536));
+    expect(texts).toEqual(['after']);
+  });
+
   it('stops reading (and only reading) on a frame masked the wrong way', () => {
     const { texts, reader: r } = reader();
     r.push(Buffer.from([0x81, 0x02, 0x68, 0x69]));
