@@ -25,7 +25,7 @@ export const LAST_SEEN_ROWS_PER_STATEMENT = 250;
  * PostgreSQL the columns are `timestamp(3)` without time zone holding UTC, so the UTC wall time is
  * sent and cast in the statement.
  */
-function dateTimeParam(provider: Provider, ms: number): string {
+export function dateTimeParam(provider: Provider, ms: number): string {
   const iso = new Date(ms).toISOString();
   return provider === 'sqlite' ? iso.replace('Z', '+00:00') : iso.slice(0, -1);
 }

@@ -4,7 +4,7 @@ import type { DecisionRecord } from '../domain/decisions.js';
 import { isActive } from '../domain/decisions.js';
 import type { BatchQuestion } from '../domain/events.js';
 import { normalizePreferences } from '../domain/preferences.js';
-import { lastSeenStatements, type LastSeen } from './last-seen-statements.js';
+import { dateTimeParam, lastSeenStatements, type LastSeen } from './last-seen-statements.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
 import type { InstallationPatch, RelayStore } from './relay-store.js';
 
@@ -266,12 +266,38 @@ export class PrismaStore implements RelayStore {
   }
 
   async claimPairing(codeHash: string, gateway: GatewayRecord): Promise<boolean> {
+    if (this.provider === 'postgres') return (await this.claimPairingInOneStatement(codeHash, gateway)) === 1;
     return this.db.$transaction(async (tx) => {
       const consumed = await tx.pairing.deleteMany({ where: { codeHash } });
       if (consumed.count !== 1) return false;
       await tx.gateway.create({ data: gatewayData(gateway) });
       return true;
     });
+  }
+
+  /**
+   * PostgreSQL: consume the code and add the gateway in one statement, one round trip instead of the
+   * four of an interactive transaction (BEGIN, DELETE, INSERT, COMMIT). A claim racing for the same
+   * code waits on the row lock of the DELETE, then finds the row gone and inserts nothing.
+   */
+  private claimPairingInOneStatement(codeHash: string, gateway: GatewayRecord): Promise<number> {
+    const data = gatewayData(gateway);
+    return this.db.$executeRawUnsafe(
+      `WITH "consumed" AS (DELETE FROM "Pairing" WHERE "codeHash" = $1 RETURNING "codeHash") ` +
+        `INSERT INTO "Gateway" ("installationId", "id", "name", "secretHash", "dashboardId", "createdAt", ` +
+        `"pluginVersion", "pluginCapabilities", "lastEventAt") ` +
+        `SELECT $2, $3, $4, $5, $6, $7::timestamp(3), $8, $9, $10::timestamp(3) FROM "consumed"`,
+      codeHash,
+      data.installationId,
+      data.id,
+      data.name,
+      data.secretHash,
+      data.dashboardId,
+      dateTimeParam('postgres', gateway.createdAt),
+      data.pluginVersion,
+      data.pluginCapabilities,
+      gateway.lastEventAt !== null ? dateTimeParam('postgres', gateway.lastEventAt) : null,
+    );
   }
 
   async findDecision(key: string): Promise<DecisionRecord | null> {
