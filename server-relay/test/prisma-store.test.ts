@@ -31,7 +31,7 @@ function row(g: GatewayRecord) {
   };
 }
 
-describe.each(STORE_KINDS)('deferred gateway activity on %s', (kind) => {
+describe.each(STORE_KINDS)('Prisma store on %s', (kind) => {
   let release: () => Promise<void>;
   let store: PrismaStore;
 
@@ -118,5 +118,33 @@ describe.each(STORE_KINDS)('deferred gateway activity on %s', (kind) => {
       pluginVersion: '2.0.0',
     });
     expect(await cached.findGateway(installationId, gone.id)).toBeNull();
+  });
+
+  it('ten claims racing for one code: exactly one adds its gateway, stored field for field', async () => {
+    const installationId = randomUUID();
+    const codeHash = 'c'.repeat(64);
+    await store.replacePairing({ codeHash, installationId, expiresAt: Date.now() + 60_000, dashboardId: 'dash-1' });
+    const gateways = Array.from({ length: 10 }, (_, i) => ({
+      ...gateway(installationId, Date.UTC(2026, 10, 29, 12, 0, 0, i)),
+      name: `host ${i}`,
+      dashboardId: 'dash-1',
+    }));
+    const results = await Promise.all(gateways.map((g) => store.claimPairing(codeHash, g)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const winner = gateways[results.indexOf(true)];
+    expect(await store.listGateways(installationId)).toEqual([winner]);
+    expect(await store.findPairing(codeHash)).toBeNull();
+    // A spent code claims nothing.
+    expect(await store.claimPairing(codeHash, { ...gateways[0]!, id: randomUUID() })).toBe(false);
+    expect(await store.countGateways(installationId)).toBe(1);
+  });
+
+  it('an unbound gateway keeps a null dashboard id', async () => {
+    const installationId = randomUUID();
+    const codeHash = 'd'.repeat(64);
+    await store.replacePairing({ codeHash, installationId, expiresAt: Date.now() + 60_000, dashboardId: null });
+    const unbound = gateway(installationId, Date.UTC(2026, 0, 2, 3, 4, 5, 678));
+    expect(await store.claimPairing(codeHash, unbound)).toBe(true);
+    expect(await store.findGateway(installationId, unbound.id)).toEqual(unbound);
   });
 });
