@@ -1,8 +1,9 @@
 /**
  * `npm run bench:voice`: (a) concurrent calls one core sustains — the gateway pinned to CPU 0, werift clients
- * on the other core, continuous Opus both ways (clients loop speech so detection always runs; each call
- * first asks a typed question whose long reply keeps the gateway speaking) — with the p99 of outbound frame
- * pacing jitter (|inter-arrival − 20 ms| at the client); (b) gateway-added latency from the endpoint decision
+ * on the other core, continuous Opus both ways (each call first asks a typed question whose long reply keeps
+ * the gateway speaking; the clients loop a quiet room-noise track, and barge-in is on so capture is not paused
+ * during replies: every inbound frame is decoded and goes through detection) — with the p99 of outbound frame
+ * pacing jitter (|inter-arrival − 20 ms| at the client, and as the gateway sent them); (b) gateway-added latency from the endpoint decision
  * to the first outbound RTP of the reply with instant local fake providers; (c) Silero inference time per
  * window. Prints JSON. Options: --calls 10,20,40 (0: none) --seconds 8 --turns 10, --concurrency-only, --cpu-prof DIR.
  */
@@ -60,7 +61,8 @@ function cpuSeconds(pid: number): number {
 
 const upstream = await startFakeUpstreams({
   transcript: () => 'benchmark question',
-  reply: () => ['Here is a long answer that keeps the gateway speaking. '.repeat(12)],
+  // About 40 s of speech per reply, so every call still speaks through the measurement window.
+  reply: () => ['Here is a long answer that keeps the gateway speaking. '.repeat(30)],
   speechMsPerChar: 25,
 });
 const gatewayEnv = {
@@ -76,12 +78,17 @@ const gatewayEnv = {
   HERMES_REALTIME_TTS_BASE_URL: upstream.openAiBaseUrl,
 };
 
-// Continuous "speech" the clients send: a voiced tone, encoded once and looped.
+// What the clients send continuously: two seconds of quiet room noise (RMS ≈ 23, under any speech threshold),
+// encoded once and looped. With barge-in on, detection scores every frame and never interrupts the reply.
 const encoder = new OpusEncoder();
-const speech = toneSpeech(2, 0);
+let seed = 12345;
+const roomNoise = Int16Array.from({ length: 2 * 48_000 }, () => {
+  seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+  return (seed % 81) - 40;
+});
 const loop: Buffer[] = [];
-for (let offset = 0; offset + FRAME_SAMPLES <= speech.length; offset += FRAME_SAMPLES)
-  loop.push(encoder.encode(speech.subarray(offset, offset + FRAME_SAMPLES)));
+for (let offset = 0; offset + FRAME_SAMPLES <= roomNoise.length; offset += FRAME_SAMPLES)
+  loop.push(encoder.encode(roomNoise.subarray(offset, offset + FRAME_SAMPLES)));
 
 const wrapper = pinned ? ['taskset', '-c', '0'] : [];
 const nodeFlags = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof']}`] : [];
@@ -90,7 +97,7 @@ for (const calls of values.calls
   .split(',')
   .map(Number)
   .filter((n) => n > 0)) {
-  const gateway = await startGatewayProcess(gatewayEnv, wrapper, nodeFlags);
+  const gateway = await startGatewayProcess({ ...gatewayEnv, HERMES_REALTIME_BARGE_IN: 'true' }, wrapper, nodeFlags);
   const pid = gateway.child.pid ?? 0;
   const clients: RealtimeClient[] = [];
   try {
