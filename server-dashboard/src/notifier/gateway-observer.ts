@@ -45,6 +45,8 @@ class DesktopSocketWatch {
     private readonly socket: number,
     private readonly publisher: DesktopSelectionPublisher,
     private readonly homeOf: (profile: string | undefined) => string | null,
+    /** The profile the socket itself was opened for (`?profile=`), for requests that name none. */
+    private readonly socketProfile: string | undefined,
   ) {}
 
   private select(stored: string, profile: string | undefined): void {
@@ -53,7 +55,7 @@ class DesktopSocketWatch {
   }
 
   fromClient(rpc: Rpc): void {
-    const profile = field(rpc.params, 'profile');
+    const profile = field(rpc.params, 'profile') ?? this.socketProfile;
     const sessionId = field(rpc.params, 'session_id');
     const id = typeof rpc.id === 'string' || typeof rpc.id === 'number' ? String(rpc.id) : undefined;
     if (rpc.method === 'session.resume' && sessionId) {
@@ -97,12 +99,14 @@ export function gatewayObserver(options: {
     const source = appSourceOf(req.headers);
     if (!source) return null;
     const deflate = header(responseHeaders, 'sec-websocket-extensions').includes('permessage-deflate');
+    const socketProfile = new URL(req.url ?? '/', 'http://gateway').searchParams.get('profile')?.trim() || undefined;
     const socket = ++sockets;
-    const watch = source === 'desktop' ? new DesktopSocketWatch(socket, options.selection, options.homeOf) : null;
+    const watch =
+      source === 'desktop' ? new DesktopSocketWatch(socket, options.selection, options.homeOf, socketProfile) : null;
     const client = new FrameReader(
       (message) => {
         const prompt = promptOf(message);
-        if (prompt) options.submissions.record(prompt.profile, source, prompt.text);
+        if (prompt) options.submissions.record(prompt.profile ?? socketProfile ?? null, source, prompt.text);
         else if (watch && message.includes('session.')) {
           const rpc = rpcOf(message);
           if (rpc) watch.fromClient(rpc);

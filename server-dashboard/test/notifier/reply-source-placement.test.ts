@@ -65,9 +65,9 @@ afterEach(async () => {
 });
 
 /** An app socket through the host; each call resolves once the dashboard has answered it. */
-async function appSocket(url: string, headers: Record<string, string>, compress: boolean) {
+async function appSocket(url: string, headers: Record<string, string>, compress: boolean, query = '') {
   let id = 0;
-  const ws = new WebSocket(url.replace('http', 'ws') + '/api/ws?token=t', {
+  const ws = new WebSocket(url.replace('http', 'ws') + `/api/ws?token=t${query}`, {
     headers,
     perMessageDeflate: compress ? { threshold: 0 } : false,
   });
@@ -91,8 +91,8 @@ async function appSocket(url: string, headers: Record<string, string>, compress:
   };
 }
 
-async function turn(url: string, token: string, session: string, text: string, platform: string) {
-  const base = { session_id: session, profile: 'default' };
+async function turn(url: string, token: string, session: string, text: string, platform: string, profile = 'default') {
+  const base = { session_id: session, profile };
   const extra = { turn_id: `t-${session}`, platform, user_message: text };
   await callHook(url, token, { hook_event_name: 'pre_llm_call', ...base, extra });
   await callHook(url, token, {
@@ -119,11 +119,23 @@ describe('reply sources: turns placed by the app socket that sent them', () => {
     await turn(host.url, host.hookToken, 'chat-mac', 'From the Mac', 'desktop');
     await turn(host.url, host.hookToken, 'chat-other', 'Typed where the host cannot see', 'desktop');
     await turn(host.url, host.hookToken, 'chat-tg', 'Also typed on Telegram', 'telegram');
-    for (let i = 0; i < 200 && relay.events.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    // A socket opened for the work profile (?profile=work): its prompts place that profile's turns only.
+    writePairing(path.join(home.root, 'profiles', 'work'), relay.url);
+    writeFileSync(
+      path.join(home.root, 'profiles', 'work', 'conduit-notifications.json'),
+      JSON.stringify({ v: 1, reply_sources: { conduit: false } }),
+    );
+    const work = await appSocket(host.url, { 'x-conduit-client': 'ios/3.1' }, false, '&profile=work');
+    await work.submit('Work question');
+    await turn(host.url, host.hookToken, 'chat-default', 'Work question', 'desktop');
+    await turn(host.url, host.hookToken, 'chat-work', 'Work question', 'desktop', 'work');
+    await work.close();
+    for (let i = 0; i < 200 && relay.events.length < 3; i++) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 100));
     expect(relay.events.map((e) => [e.body.type, e.body.session_id])).toEqual([
       ['response.ready', 'chat-other'],
       ['response.ready', 'chat-tg'],
+      ['response.ready', 'chat-default'],
     ]);
     await conduit.close();
     await desktop.close();
