@@ -1,6 +1,6 @@
 /**
  * `npm run bench:voice`: (a) concurrent calls one core sustains — the gateway pinned to CPU 0, werift clients
- * on the other core, continuous Opus both ways (each call first asks a typed question whose long reply keeps
+ * on the other core (this process is pinned to CPU 1), continuous Opus both ways (each call first asks a typed question whose long reply keeps
  * the gateway speaking; the clients loop a quiet room-noise track, and barge-in is on so capture is not paused
  * during replies: every inbound frame is decoded and goes through detection) — with the p99 of outbound frame
  * pacing jitter (|inter-arrival − 20 ms| at the client, and as the gateway sent them); (b) gateway-added latency from the endpoint decision
@@ -41,6 +41,8 @@ const pinned = (() => {
     return false;
   }
 })();
+// The clients and fake providers (this process, all its threads) stay off the gateway's core.
+if (pinned) execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
 
 /** CPU seconds used so far by a process and its descendants (Linux /proc). */
 function cpuSeconds(pid: number): number {
@@ -53,6 +55,26 @@ function cpuSeconds(pid: number): number {
         visit(Number(task));
     } catch {
       // the process ended
+    }
+  };
+  visit(pid);
+  return total;
+}
+
+/**
+ * Milliseconds the main threads of the gateway and its descendant processes spent runnable but waiting for a
+ * CPU (Linux schedstat): when this grows, late frames come from other load on the core (other processes, or
+ * the gateway's own GC and worker threads pinned beside it), not from the event loop's own work.
+ */
+function runQueueWaitMs(pid: number): number {
+  let total = 0;
+  const visit = (id: number) => {
+    try {
+      total += Number(readFileSync(`/proc/${id}/task/${id}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+      for (const child of readFileSync(`/proc/${id}/task/${id}/children`, 'utf8').trim().split(/\s+/).filter(Boolean))
+        visit(Number(child));
+    } catch {
+      // the process ended, or no schedstat on this kernel
     }
   };
   visit(pid);
@@ -121,9 +143,11 @@ for (const calls of values.calls
     const windowStart = performance.now();
     const windowStartWall = Date.now();
     const cpuStart = cpuSeconds(pid);
+    const waitStart = runQueueWaitMs(pid);
     const marks = clients.map((c) => c.packets.length);
     await new Promise((resolve) => setTimeout(resolve, Number(values.seconds) * 1000));
     const cpu = cpuSeconds(pid) - cpuStart;
+    const waited = runQueueWaitMs(pid) - waitStart;
     const elapsed = (performance.now() - windowStart) / 1000;
     const jitter: number[] = [];
     let packets = 0;
@@ -162,6 +186,8 @@ for (const calls of values.calls
       cpu_percent_per_call: round(((cpu / elapsed) * 100) / calls, 2),
       // Load-insensitive: gateway CPU milliseconds spent per second of one call.
       cpu_ms_per_call_second: round((cpu * 1000) / elapsed / calls, 1),
+      // The gateway's main thread runnable but not running, per second of the window.
+      gateway_main_thread_runqueue_wait_ms_per_s: round(waited / elapsed, 1),
       calls_still_speaking: speaking,
     });
     console.error(JSON.stringify(concurrency.at(-1)));
