@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log.js';
 import { hookString, type HookPayload } from '../bridge/hook-payload.js';
-import type { Settlement } from '../delivery/outcome.js';
+import { isDecisionCapacityFull, type Settlement } from '../delivery/outcome.js';
 import type { NotificationEvent } from '../notifier/events.js';
 import type { ProfileScope } from '../notifier/notifier.js';
 import type { ApprovalBook, ParkedApproval } from './approval-book.js';
@@ -45,13 +45,22 @@ export interface ApprovalCardPorts extends DecisionPollPorts {
   ): (() => void) | null;
 }
 
+/** The notification as a plain approval: its card names no relay decision. */
+function withoutRequestId(event: NotificationEvent): NotificationEvent {
+  if (event.decision?.kind !== 'approval' || event.decision.request_id === undefined) return event;
+  const { request_id: _parked, ...decision } = event.decision;
+  return { ...event, decision };
+}
+
 /**
  * Answerable approval cards. An approval card is parked on the relay as a decision (the relay's
  * extension for approval cards that name a request id), polled like a clarify card, and the phone's
  * answer goes to the Hermes API server run that waits on it. The same answer path serves the host
  * route. An answer given natively first (post_approval_response) retires the card: polling stops and
  * the parked decision is released, so a late answer on the phone is refused (410) instead of lost.
- * Unlike clarify, nothing here holds a Hermes hook: Hermes waits on its own approval, natively.
+ * Unlike clarify, nothing here holds a Hermes hook: Hermes waits on its own approval, natively. When
+ * the relay has no room for another decision (429 decision_capacity_exceeded) the approval is
+ * announced at once without a card, as the reference relay (which parks no approvals) would.
  */
 export class ApprovalCards {
   private closing = false;
@@ -104,6 +113,12 @@ export class ApprovalCards {
     };
     book.attachCard(profile, sessionKey, card);
     cancel = this.ports.enqueueTracked(profile, parked, (settlement) => {
+      if (isDecisionCapacityFull(settlement)) {
+        if (!stopped) this.announcePlainly(profile, sessionKey, card, event);
+        return;
+      }
+      // Still queued, retried with the same id: the card stays attached, so stop() withdraws it.
+      if (settlement.kind === 'retry') return;
       if (settlement.kind !== 'accepted' || stopped) {
         // Never parked, or retired while the event was on its way: nothing may stay answerable.
         book.detachCard(profile, sessionKey, card);
@@ -151,6 +166,24 @@ export class ApprovalCards {
     const cards = this.ports.book.parkedCards();
     for (const card of cards) card.stop();
     await Promise.allSettled(cards.map((card) => this.ports.gateway.releaseDecision(card.target, card.decisionId)));
+  }
+
+  /**
+   * The relay's decisions are full, so it kept nothing and sent no push (and did not consume the event
+   * id). Waiting for room would leave the user untold while Hermes waits, so the card is withdrawn and
+   * the same notification goes out at once as a plain approval: same copy, no request id (the privacy
+   * step then seals no `req` and no parking descriptor). Hermes' native prompt and the host route answer it.
+   */
+  private announcePlainly(
+    profile: ProfileScope,
+    sessionKey: string,
+    card: ParkedApproval,
+    event: NotificationEvent,
+  ): void {
+    card.stop(); // takes the parked event out of the retry queue; nothing was parked, so nothing to release
+    this.ports.book.detachCard(profile, sessionKey, card);
+    this.ports.log.info('relay decision capacity full; approval sent without an answerable card');
+    this.ports.enqueue(profile, withoutRequestId(event));
   }
 
   /** Fire and forget: a slow relay never delays anything Hermes waits on. */

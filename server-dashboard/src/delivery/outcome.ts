@@ -11,3 +11,14 @@ export type SendOutcome =
 
 /** How an event left the queue, for whoever waits on it (a held clarify call). */
 export type Settlement = SendOutcome | { kind: 'dropped'; reason: 'queue_full' | 'expired' | 'stopped' };
+
+/**
+ * The relay's 429 when its decision store is full (spec/relay/API.md §2 step 3). It is checked before
+ * the event id is consumed, so the same id may be sent again, with or without a decision to park.
+ */
+export const DECISION_CAPACITY_EXCEEDED = 'decision_capacity_exceeded';
+
+/** True when the relay kept nothing of an event that parks a decision because its decisions are full. */
+export function isDecisionCapacityFull(settlement: Settlement): boolean {
+  return settlement.kind === 'retry' && settlement.reason === DECISION_CAPACITY_EXCEEDED;
+}

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDashboardClient } from '@conduit/generated/dashboard/client';
 import { hermesApiClient } from '../../src/cards/hermes-api.js';
+import type { Limits } from '../../src/limits.js';
 import { TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';
 import { FakeRelay } from '../support/fake-relay.js';
 import { callHook } from '../support/hook-call.js';
@@ -10,6 +11,7 @@ import { startHost } from '../support/host.js';
 import { GATEWAY_ID, INSTALLATION_ID, writePairing } from '../support/pairing.js';
 import { sealAnswer } from '../../src/crypto/e2e-answer.js';
 import { deriveE2eKeys } from '../../src/crypto/e2e-keys.js';
+import { openNotification } from '../../src/crypto/e2e-device.js';
 
 /**
  * A fake Hermes API server (spec/hermes/SURFACES.md §1): bearer key, POST /v1/runs/{id}/approval
@@ -80,8 +82,11 @@ const approvalHook = (sessionKey: string, runId?: string) => ({
   },
 });
 
-async function host(withHermes = true) {
-  const config = testConfig(home.root, withHermes ? { hermesApi: { url: hermes.url, key: 'hermes-key' } } : {});
+async function host(withHermes = true, limits: Partial<Limits> = {}) {
+  const config = testConfig(home.root, {
+    limits,
+    ...(withHermes ? { hermesApi: { url: hermes.url, key: 'hermes-key' } } : {}),
+  });
   const started = await startHost(config);
   const client = createDashboardClient({ baseUrl: started.url, headers: { authorization: `Bearer ${TEST_TOKEN}` } });
   return { ...started, client };
@@ -357,6 +362,103 @@ describe('approval cards answered through the relay', () => {
     relay.answer(second, sealAnswer('deny', keys, binding, new Uint8Array(12).fill(3)));
     await eventually('the sealed approval in Hermes', () => hermes.approvals.length === 1);
     expect(hermes.approvals[0]).toMatchObject({ runId: 'run_e2', body: { choice: 'deny' } });
+    await h.app.close();
+  });
+});
+
+describe('approval cards when the relay has no room for another decision', () => {
+  /** Retries an hour apart: a notification that waited in the retry queue would never arrive in time. */
+  const slowRetries = { retryBaseMs: 3_600_000, retryMaxMs: 3_600_000 };
+  type Posted = { event_id: string; title?: string; body?: string; decision?: Record<string, unknown> };
+  const postsFor = (sessionKey: string) =>
+    relay.events.map((e) => e.body as Posted).filter((body) => body.decision?.session_key === sessionKey);
+
+  it('a 429 decision_capacity_exceeded sends the same notification at once without a request id, polls nothing, and the host route still answers', async () => {
+    relay.maxActiveDecisions = 1;
+    hermes.waiting.add('run_c2');
+    const h = await host(true, slowRetries);
+    await callHook(h.url, h.hookToken, approvalHook('kc1', 'run_c1'));
+    const first = await parkedDecision('kc1');
+    await callHook(h.url, h.hookToken, {
+      ...approvalHook('kc2', 'run_c2'),
+      extra: { ...approvalHook('kc2').extra, turn_id: 't-c2', run_id: 'run_c2', description: 'drop the cache' },
+    });
+    const [refused, plain] = await eventually('the plain approval', () => {
+      const posts = postsFor('kc2');
+      return posts.length === 2 ? posts : undefined;
+    });
+    expect(refused?.decision?.request_id).toMatch(/^conduit-approval-/);
+    // Same event (the relay did not consume the id on this 429) and same copy; only the card's id is gone.
+    const { request_id: _parked, ...plainDecision } = refused!.decision!;
+    expect(plain).toEqual({ ...refused, decision: plainDecision });
+    expect(plain?.decision).not.toHaveProperty('request_id');
+
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(postsFor('kc2')).toHaveLength(2); // the parked card is not retried
+    expect([...relay.decisions.keys()]).toEqual([first]);
+    expect(relay.polled).not.toContain(refused?.decision?.request_id);
+
+    const routed = await h.client.POST('/api/plugins/conduit_push/approvals/respond', {
+      body: { session_key: 'kc2', choice: 'deny' },
+    });
+    expect(routed.data).toEqual({ ok: true, choice: 'deny', run_id: 'run_c2' });
+    expect(hermes.approvals).toEqual([{ runId: 'run_c2', body: { choice: 'deny' }, auth: 'Bearer hermes-key' }]);
+    await h.app.close();
+  });
+
+  it('with redact on, the plain approval keeps the generic copy and names no request id', async () => {
+    writePairing(home.root, relay.url, { redact_content: true, redact_key: 'a'.repeat(64) });
+    relay.maxActiveDecisions = 0;
+    const h = await host(true, slowRetries);
+    await callHook(h.url, h.hookToken, approvalHook('kc-red', 'run_red'));
+    const [refused, plain] = await eventually('the plain approval', () => {
+      const posts = postsFor('kc-red');
+      return posts.length === 2 ? posts : undefined;
+    });
+    expect(refused?.decision?.request_id).toMatch(/^conduit-approval-/);
+    expect(plain?.event_id).toBe(refused?.event_id);
+    expect(plain?.decision).toEqual({
+      kind: 'approval',
+      description: 'Hermes needs your approval. Open Conduit for details.',
+      session_key: 'kc-red',
+      choices: ['once', 'deny'],
+    });
+    expect(JSON.stringify(plain)).not.toContain('rm -rf');
+    await h.app.close();
+  });
+
+  it('with E2E on, the plain approval is sealed with no req and no parking descriptor, and opens without a request id', async () => {
+    const secret = Buffer.alloc(32, 5);
+    const kid = 'cd34ef56'.repeat(4);
+    writePairing(home.root, relay.url, {
+      e2e: { kid, secret: secret.toString('base64url'), created_at: '2026-11-29T10:00:00Z' },
+    });
+    relay.maxActiveDecisions = 0;
+    const h = await host(true, slowRetries);
+    await callHook(h.url, h.hookToken, approvalHook('kc-e2e', 'run_e2e'));
+    type Sealed = { event_id: string; e2e: Parameters<typeof openNotification>[0]; clarify?: unknown };
+    const [refused, plain] = await eventually('the sealed plain approval', () =>
+      relay.events.length === 2 ? relay.events.map((e) => e.body as unknown as Sealed) : undefined,
+    );
+    expect(refused?.e2e.req).toMatch(/^conduit-approval-/);
+    expect(refused?.clarify).toMatchObject({ request_id: refused?.e2e.req });
+    expect(plain?.event_id).toBe(refused?.event_id);
+    expect(plain?.e2e.req).toBe('');
+    expect(plain?.clarify).toBeUndefined();
+    const opened = openNotification(
+      plain!.e2e,
+      'approval.needed',
+      deriveE2eKeys(kid, new Uint8Array(secret)),
+      { installationId: INSTALLATION_ID, gatewayId: GATEWAY_ID },
+      Math.floor(Date.now() / 1000),
+    );
+    expect(opened).toMatchObject({
+      body: 'rm -rf build',
+      decision: { kind: 'approval', session_key: 'kc-e2e', description: 'rm -rf build' },
+    });
+    expect((opened?.decision as Record<string, unknown>).request_id).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(relay.events).toHaveLength(2);
     await h.app.close();
   });
 });

@@ -85,6 +85,20 @@ describe('answerable clarify cards', () => {
     expect(answer).toBeNull();
   });
 
+  it('a 429 decision_capacity_exceeded falls back at once and the card never sits in the retry queue', async () => {
+    relay.maxActiveDecisions = 0;
+    // Retries an hour apart: a hook that waited for the retry would time out this test.
+    const host = await startHost(testConfig(home.root, { limits: { retryBaseMs: 3_600_000, retryMaxMs: 3_600_000 } }));
+    const { status, answer } = await callHook(host.url, host.hookToken, clarifyCall({ question: 'Ship it?' }));
+    expect([status, answer]).toEqual([204, null]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(relay.events).toHaveLength(1);
+    expect(relay.decisions.size).toBe(0);
+    expect(relay.polled).toEqual([]);
+    expect(host.queue.size).toBe(0);
+    await host.app.close();
+  });
+
   it('an unpaired profile, a subagent, or a call with no question is left to Hermes', async () => {
     const host = await startHost(testConfig(home.root));
     const unpaired = await callHook(host.url, host.hookToken, clarifyCall({ question: 'Q?' }, 's1', 'work'));

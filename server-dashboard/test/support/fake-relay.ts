@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A small relay for host tests, speaking spec/relay/API.md's gateway wire: POST /v1/events (202
- * {accepted, delivered} or 200 {accepted, duplicate} by gateway-scoped event id), GET and DELETE
+ * {accepted, delivered} or 200 {accepted, duplicate} by gateway-scoped event id; 429
+ * decision_capacity_exceeded past `maxActiveDecisions`, id not consumed), GET and DELETE
  * /v1/decisions/:id with the documented poll shapes. Tests script failures and answer decisions as
  * a phone would. (The e2e test uses the real relay.)
  */
@@ -25,11 +26,18 @@ export class FakeRelay {
   readonly events: RecordedEvent[] = [];
   readonly decisions = new Map<string, Decision>();
   readonly released: string[] = [];
+  /** Decision ids asked for with GET /v1/decisions/:id, in order. */
+  readonly polled: string[] = [];
   /** Statuses (with bodies) answered to the next POST /v1/events, before accepting normally. */
   readonly scripted: { status: number; body?: unknown }[] = [];
   /** When set, event posts wait this long (a slow relay). */
   delayMs = 0;
   deliverable = true;
+  /**
+   * Active decisions the relay holds at most (its RELAY_MAX_ACTIVE_DECISIONS); past it an event that
+   * would park one gets 429 decision_capacity_exceeded and its id is not consumed.
+   */
+  maxActiveDecisions = Infinity;
   private readonly seen = new Set<string>();
   private server: http.Server | null = null;
   url = '';
@@ -54,6 +62,16 @@ export class FakeRelay {
     else Object.assign(decision.answers, answers);
   }
 
+  /** Decisions still waiting for an answer (not released, some question open). */
+  activeDecisions(): number {
+    let active = 0;
+    for (const d of this.decisions.values()) {
+      const open = d.questions.length === 0 ? d.scalarAnswer === undefined : d.questions.some((q) => !(q in d.answers));
+      if (!d.released && open) active++;
+    }
+    return active;
+  }
+
   private send(res: http.ServerResponse, status: number, body?: unknown) {
     res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
     res.end(body === undefined ? '' : JSON.stringify(body));
@@ -74,13 +92,15 @@ export class FakeRelay {
       if (scripted) return this.send(res, scripted.status, scripted.body);
       const id = String(body.event_id);
       if (this.seen.has(id)) return this.send(res, 200, { accepted: true, duplicate: true });
-      this.seen.add(id);
       const decision = body.decision as
         { kind?: string; request_id?: string; questions?: { qid: string }[] } | undefined;
       // A clarify card, or an approval card that names a request id (our relay's extension), is parked;
       // a sealed event parks through its `clarify` descriptor.
       const sealed = body.clarify as { request_id?: string; qids?: string[] } | undefined;
-      const parkId = decision?.request_id ?? (body.e2e ? sealed?.request_id : undefined);
+      const parkId = body.e2e ? sealed?.request_id : decision?.request_id;
+      if (parkId && this.activeDecisions() >= this.maxActiveDecisions)
+        return this.send(res, 429, { error: 'decision_capacity_exceeded' });
+      this.seen.add(id);
       if (parkId) {
         this.decisions.set(parkId, {
           questions: decision?.questions?.map((q) => q.qid) ?? sealed?.qids ?? [],
@@ -101,6 +121,7 @@ export class FakeRelay {
         decision.released = true;
         return this.send(res, 200, { status: 'cancelled' });
       }
+      this.polled.push(id);
       if (!decision || decision.released) return this.send(res, 200, { status: 'unknown' });
       if (decision.questions.length === 0) {
         return decision.scalarAnswer !== undefined
