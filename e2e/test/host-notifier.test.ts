@@ -362,6 +362,105 @@ describe('host service with a real relay', { timeout: 180_000 }, () => {
     ]);
   });
 
+  it('a relay whose decisions are full (RELAY_MAX_ACTIVE_DECISIONS=1) still pushes the second approval at once, without a card', async () => {
+    // A profile of its own, paired with a second relay that holds one active decision relay-wide.
+    const cappedCapture = path.join(dataDir, 'apns-capture-capped.jsonl');
+    const cappedPort = await freePort();
+    const capped = await launch({
+      name: 'capped relay',
+      entry: 'server-relay/src/main.ts',
+      port: cappedPort,
+      env: {
+        HOST: '127.0.0.1',
+        PORT: String(cappedPort),
+        DATA_PATH: path.join(dataDir, 'relay-capped.sqlite'),
+        PUBLIC_URL: 'https://localhost',
+        APNS_TOPIC: TOPIC,
+        APNS_MODE: 'accept',
+        APNS_CAPTURE_PATH: cappedCapture,
+        RELAY_MAX_ACTIVE_DECISIONS: '1',
+      },
+      readyPath: '/healthz',
+      timeoutMs: 90_000,
+    });
+    try {
+      mkdirSync(path.join(hermesHome, 'profiles', 'capped'), { recursive: true });
+      const relayClient = createRelayClient({ baseUrl: capped.url });
+      const registered = await relayClient.POST('/v1/installations', {
+        body: {
+          bundle_id: TOPIC,
+          device_token: 'cd'.repeat(32),
+          environment: 'production',
+          preferences: { show_previews: true },
+        },
+      });
+      expect(registered.response.status).toBe(201);
+      const minted = await relayClient.POST('/v1/installations/{id}/pairings', {
+        params: { path: { id: registered.data!.installation.id } },
+        headers: { authorization: `Bearer ${registered.data!.credential}` },
+        body: {},
+      });
+      const paired = await conduit(
+        'push',
+        'pair',
+        minted.data!.pairing_code,
+        '--relay-url',
+        capped.url,
+        '--profile',
+        'capped',
+      );
+      expect(paired.code, paired.stdout + paired.stderr).toBe(0);
+
+      const base = { session_id: 'capped-session', profile: 'capped', cwd: '/srv' };
+      const approval = (n: number, description: string) => ({
+        hook_event_name: 'pre_approval_request',
+        ...base,
+        extra: { session_key: `agent:main:capped:${n}`, description, turn_id: `tc${n}`, run_id: `run_capped_${n}` },
+      });
+      await replay([approval(1, 'Restart postgres'), approval(2, 'Vacuum the database')]);
+      type Card = { session_key: string; description: string; request_id?: string };
+      const cards = await until('both approval pushes', () => {
+        if (!existsSync(cappedCapture)) return undefined;
+        const found = readFileSync(cappedCapture, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map(
+            (line) => (JSON.parse(line) as Captured).notification.payload.body?.conduit?.decision as Card | undefined,
+          )
+          .filter((card): card is Card => card?.session_key?.startsWith('agent:main:capped:') === true);
+        return found.length === 2 ? found : undefined;
+      });
+      // Before the fix the second approval waited in the retry queue for room that never came while card 1
+      // was pending, so this wait timed out; now the plain card goes out on the 429 itself.
+      const byKey = new Map(cards.map((card) => [card.session_key, card]));
+      expect(byKey.get('agent:main:capped:1')).toMatchObject({ description: 'Restart postgres' });
+      expect(byKey.get('agent:main:capped:1')?.request_id).toMatch(/^conduit-approval-/);
+      expect(byKey.get('agent:main:capped:2')).toMatchObject({ description: 'Vacuum the database' });
+      expect(byKey.get('agent:main:capped:2')).not.toHaveProperty('request_id');
+
+      // The plain card's approval is still answered through the host route.
+      const dashboard = createDashboardClient({
+        baseUrl: host.url,
+        headers: { authorization: `Bearer ${HOST_TOKEN}` },
+      });
+      const routed = await dashboard.POST('/api/plugins/conduit_push/approvals/respond', {
+        params: { query: { profile: 'capped' } },
+        body: { session_key: 'agent:main:capped:2', choice: 'deny' },
+      });
+      expect(routed.data).toEqual({ ok: true, choice: 'deny', run_id: 'run_capped_2' });
+      // Card 1 answered natively: its decision is released before this relay goes away.
+      await replay([
+        {
+          hook_event_name: 'post_approval_response',
+          ...base,
+          extra: { session_key: 'agent:main:capped:1', choice: 'once' },
+        },
+      ]);
+    } finally {
+      await capped.stop();
+    }
+  });
+
   it('keeps a muted cron job and a silent run quiet, and still notifies another job', async () => {
     const dashboard = createDashboardClient({ baseUrl: host.url, headers: { authorization: `Bearer ${HOST_TOKEN}` } });
     const muted = await dashboard.PUT('/api/plugins/conduit_push/cron/notifications', {
