@@ -122,7 +122,12 @@ export class ApprovalCards {
       if (settlement.kind !== 'accepted' || stopped) {
         // Never parked, or retired while the event was on its way: nothing may stay answerable.
         book.detachCard(profile, sessionKey, card);
-        if (settlement.kind === 'accepted' || settlement.kind === 'failed') this.release(card);
+        // Accepted or refused by APNs, it is parked; withdrawn mid-attempt after a network error, it may be.
+        const parked =
+          settlement.kind === 'accepted' ||
+          settlement.kind === 'failed' ||
+          (settlement.kind === 'dropped' && settlement.reason === 'withdrawn');
+        if (parked) this.release(card);
         return;
       }
       void this.watch(profile, sessionKey, pairing, card, { stop, stopped: () => stopped || this.closing });

@@ -28,6 +28,8 @@ interface Entry {
   attempts: number;
   notBefore: number;
   inFlight: boolean;
+  /** Taken back by its sender while in flight: it leaves when the attempt ends instead of retrying. */
+  withdrawn: boolean;
 }
 
 type Listener = (settlement: Settlement) => void;
@@ -71,6 +73,7 @@ export class DeliveryQueue {
         attempts: item.attempts,
         notBefore: 0,
         inFlight: false,
+        withdrawn: false,
       });
     }
     if (loaded.length) this.log.info('resuming spooled events', { count: loaded.length });
@@ -93,6 +96,7 @@ export class DeliveryQueue {
       attempts: 0,
       notBefore: 0,
       inFlight: false,
+      withdrawn: false,
     };
     while (this.entries.length >= this.limits.capacity) {
       const oldest = this.entries.findIndex((e) => !e.inFlight);
@@ -107,14 +111,23 @@ export class DeliveryQueue {
     return true;
   }
 
-  /** Like enqueue, but returns a function that withdraws the event if it has not been sent yet. */
+  /**
+   * Like enqueue, but returns a function that withdraws the event. A waiting event leaves at once and
+   * its listener hears nothing more. One in flight cannot be called back: its listener hears how that
+   * attempt ended (accepted: it is on the relay, so the sender can undo it) and it is never retried.
+   */
   enqueueTracked(profile: ProfileScope, event: NotificationEvent, onSettled: Listener): (() => void) | null {
     const seq = this.nextSeq;
     if (!this.enqueue(profile, event, onSettled)) return null;
     return () => {
-      const index = this.entries.findIndex((e) => e.seq === seq && !e.inFlight);
+      const index = this.entries.findIndex((e) => e.seq === seq);
+      const entry = this.entries[index];
+      if (entry?.inFlight) {
+        entry.withdrawn = true;
+        return;
+      }
       this.listeners.delete(seq);
-      if (index < 0) return;
+      if (!entry) return;
       this.entries.splice(index, 1);
       void this.spool?.remove(seq);
     };
@@ -186,7 +199,7 @@ export class DeliveryQueue {
       .then((outcome) => {
         this.running--;
         entry.inFlight = false;
-        if (outcome.kind === 'retry' && !this.stopped) {
+        if (outcome.kind === 'retry' && !this.stopped && !entry.withdrawn) {
           entry.notBefore = this.clock.now() + backoffDelayMs(entry.attempts, this.limits.backoff, this.random);
           this.spool?.write(this.toSpooled(entry));
           if (entry.attempts === 1) {
@@ -194,12 +207,12 @@ export class DeliveryQueue {
           }
           // A waiting clarify call learns the first failure at once (it may fall back to Hermes' native path).
           this.listeners.get(entry.seq)?.(outcome);
-        } else if (outcome.kind !== 'retry') {
+        } else if (outcome.kind !== 'retry' || entry.withdrawn) {
           const index = this.entries.indexOf(entry);
           if (index >= 0) this.entries.splice(index, 1);
           this.finish(
             entry,
-            outcome,
+            outcome.kind === 'retry' ? { kind: 'dropped', reason: 'withdrawn' } : outcome,
             outcome.kind === 'failed'
               ? 'relay refused a notification'
               : outcome.kind === 'unpaired'

@@ -9,8 +9,11 @@ export type SendOutcome =
   /** No credential for this profile (never paired, or unpaired meanwhile). */
   | { kind: 'unpaired' };
 
-/** How an event left the queue, for whoever waits on it (a held clarify call). */
-export type Settlement = SendOutcome | { kind: 'dropped'; reason: 'queue_full' | 'expired' | 'stopped' };
+/**
+ * How an event left the queue, for whoever waits on it (a held clarify call, a parked approval card).
+ * `withdrawn`: taken back while an attempt was in flight, and that attempt did not land.
+ */
+export type Settlement = SendOutcome | { kind: 'dropped'; reason: 'queue_full' | 'expired' | 'stopped' | 'withdrawn' };
 
 /**
  * The relay's 429 when its decision store is full (spec/relay/API.md §2 step 3). It is checked before

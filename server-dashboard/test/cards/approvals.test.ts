@@ -462,3 +462,36 @@ describe('approval cards when the relay has no room for another decision', () =>
     await h.app.close();
   });
 });
+
+describe('approval cards retired while their post is in flight', () => {
+  const nativeAnswer = (sessionKey: string) => ({
+    hook_event_name: 'post_approval_response',
+    session_id: 's1',
+    profile: 'default',
+    extra: { session_key: sessionKey, choice: 'once' },
+  });
+
+  it('a card the relay took after it was retired is released', async () => {
+    relay.delayMs = 400;
+    const h = await host();
+    await callHook(h.url, h.hookToken, approvalHook('kf', 'run_f'));
+    await callHook(h.url, h.hookToken, nativeAnswer('kf'));
+    const id = await parkedDecision('kf');
+    await eventually('the release', () => relay.released.includes(id));
+    expect(hermes.approvals).toEqual([]);
+    await h.app.close();
+  });
+
+  it('a card refused for decision capacity after it was retired is neither retried nor sent plainly', async () => {
+    relay.delayMs = 400;
+    relay.maxActiveDecisions = 0;
+    const h = await host();
+    await callHook(h.url, h.hookToken, approvalHook('kg', 'run_g'));
+    await callHook(h.url, h.hookToken, nativeAnswer('kg'));
+    await eventually('the refused post', () => relay.events.length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 600)); // retries are 5-20 ms apart in tests
+    expect(relay.events).toHaveLength(1);
+    expect(h.queue.size).toBe(0);
+    await h.app.close();
+  });
+});
