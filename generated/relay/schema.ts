@@ -65,7 +65,7 @@ export interface paths {
         put?: never;
         /**
          * Deliver a host event
-         * @description phone.changes: mode alert is a notification (sealed like any other when e2e is set); mode background is a silent push (apns-push-type background, priority 5) carrying only opaque routing fields. location.request: an Apple location push (topic <APNS_TOPIC>.location-query) carrying only the sealed envelope.
+         * @description phone.changes: mode alert is a notification (sealed like any other when e2e is set); mode background is a silent push (apns-push-type background, priority 5) carrying only opaque routing fields. location.request: an Apple location push (topic <APNS_TOPIC>.location-query) to the installation's location push token, carrying only the sealed envelope; 409 location_push_unavailable (event id not consumed) when the phone registered none.
          */
         post: operations["postEvent"];
         delete?: never;
@@ -913,6 +913,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description location.request to an installation without a location push token; the event id is not consumed, so the same event succeeds once the phone registers one. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "location_push_unavailable";
+                    };
+                };
+            };
             /** @description The body exceeds 32,768 characters. */
             413: {
                 headers: {
@@ -1010,6 +1022,8 @@ export interface operations {
                     device_token: string;
                     /** @constant */
                     environment: "production";
+                    /** @description The Location Push Service Extension token (startMonitoringLocationPushes); location.request goes to it. */
+                    location_push_token?: string | null;
                     preferences?: {
                         [key: string]: unknown;
                     };
@@ -1065,7 +1079,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "invalid_json" | "invalid_device_token" | "invalid_voip_token" | "invalid_watch_voip_token" | "invalid_topic" | "production_only";
+                        error: "invalid_json" | "invalid_device_token" | "invalid_voip_token" | "invalid_watch_voip_token" | "invalid_location_push_token" | "invalid_topic" | "production_only";
                     };
                 };
             };
@@ -1109,6 +1123,8 @@ export interface operations {
                 "application/json": {
                     /** @description APNs token, hex (64–200 after removing <, > and whitespace; case-insensitive). */
                     device_token?: string;
+                    /** @description null clears the location push token; absent keeps it. */
+                    location_push_token?: string | null;
                     /** @description Merged over the stored preferences. */
                     preferences?: {
                         [key: string]: unknown;
@@ -1163,7 +1179,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "invalid_json" | "invalid_device_token" | "invalid_voip_token" | "invalid_watch_voip_token";
+                        error: "invalid_json" | "invalid_device_token" | "invalid_voip_token" | "invalid_watch_voip_token" | "invalid_location_push_token";
                     };
                 };
             };

@@ -49,7 +49,8 @@ export const postEvent = defineRoute({
   description:
     'phone.changes: mode alert is a notification (sealed like any other when e2e is set); mode background is a ' +
     'silent push (apns-push-type background, priority 5) carrying only opaque routing fields. location.request: an ' +
-    'Apple location push (topic <APNS_TOPIC>.location-query) carrying only the sealed envelope.',
+    "Apple location push (topic <APNS_TOPIC>.location-query) to the installation's location push token, carrying " +
+    'only the sealed envelope; 409 location_push_unavailable (event id not consumed) when the phone registered none.',
   tags: ['events'],
   auth: 'gateway',
   bodyContentType: JSON_BODY,
@@ -90,6 +91,12 @@ export const postEvent = defineRoute({
       schema: errorOf(['invalid_json', 'invalid_event_type', 'invalid_event_id', 'invalid_e2e', 'invalid_mode']),
     },
     401: unauthorized,
+    409: {
+      description:
+        'location.request to an installation without a location push token; the event id is not consumed, so the ' +
+        'same event succeeds once the phone registers one.',
+      schema: errorOf(['location_push_unavailable']),
+    },
     413: tooLarge,
     429: {
       description: 'Decision capacity (event id not consumed), the daily call ceiling, or a rate limit.',

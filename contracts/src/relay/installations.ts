@@ -28,6 +28,12 @@ export const registerInstallation = defineRoute({
     preferences: z.record(z.string(), z.unknown()).optional(),
     voip_token: token.nullable().optional(),
     watch_voip_token: token.nullable().optional(),
+    location_push_token: token
+      .nullable()
+      .optional()
+      .describe(
+        'The Location Push Service Extension token (startMonitoringLocationPushes); location.request goes to it.',
+      ),
   }),
   responses: {
     201: {
@@ -45,6 +51,7 @@ export const registerInstallation = defineRoute({
         'invalid_device_token',
         'invalid_voip_token',
         'invalid_watch_voip_token',
+        'invalid_location_push_token',
         'invalid_topic',
         'production_only',
       ]),
@@ -71,13 +78,20 @@ export const updateInstallation = defineRoute({
     device_token: token.optional(),
     voip_token: token.nullable().optional().describe('null clears the PushKit token; absent keeps it.'),
     watch_voip_token: token.nullable().optional(),
+    location_push_token: token.nullable().optional().describe('null clears the location push token; absent keeps it.'),
     preferences: z.record(z.string(), z.unknown()).optional().describe('Merged over the stored preferences.'),
   }),
   responses: {
     200: { description: 'The installation after the update.', schema: z.object({ installation: installationSchema }) },
     400: {
       description: 'Invalid body or token.',
-      schema: errorOf(['invalid_json', 'invalid_device_token', 'invalid_voip_token', 'invalid_watch_voip_token']),
+      schema: errorOf([
+        'invalid_json',
+        'invalid_device_token',
+        'invalid_voip_token',
+        'invalid_watch_voip_token',
+        'invalid_location_push_token',
+      ]),
     },
     401: unauthorized,
     413: tooLarge,
