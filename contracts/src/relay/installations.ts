@@ -10,6 +10,15 @@ import {
   unauthorized,
 } from './shared.js';
 
+/** The 400 codes of a body with tokens, in the order they are checked. */
+const TOKEN_ERRORS = [
+  'invalid_json',
+  'invalid_device_token',
+  'invalid_voip_token',
+  'invalid_watch_voip_token',
+  'invalid_location_push_token',
+] as const;
+
 const token = z.string().describe('APNs token, hex (64–200 after removing <, > and whitespace; case-insensitive).');
 
 /** Route 2: a phone registers; the answer carries its device credential exactly once. */
@@ -46,15 +55,7 @@ export const registerInstallation = defineRoute({
     },
     400: {
       description: 'Invalid body or token.',
-      schema: errorOf([
-        'invalid_json',
-        'invalid_device_token',
-        'invalid_voip_token',
-        'invalid_watch_voip_token',
-        'invalid_location_push_token',
-        'invalid_topic',
-        'production_only',
-      ]),
+      schema: errorOf([...TOKEN_ERRORS, 'invalid_topic', 'production_only']),
     },
     413: tooLarge,
     429: {
@@ -85,13 +86,7 @@ export const updateInstallation = defineRoute({
     200: { description: 'The installation after the update.', schema: z.object({ installation: installationSchema }) },
     400: {
       description: 'Invalid body or token.',
-      schema: errorOf([
-        'invalid_json',
-        'invalid_device_token',
-        'invalid_voip_token',
-        'invalid_watch_voip_token',
-        'invalid_location_push_token',
-      ]),
+      schema: errorOf([...TOKEN_ERRORS]),
     },
     401: unauthorized,
     413: tooLarge,
