@@ -842,6 +842,7 @@ export const InstallationScalarFieldEnum = {
   deviceToken: 'deviceToken',
   voipToken: 'voipToken',
   watchVoipToken: 'watchVoipToken',
+  locationPushToken: 'locationPushToken',
   environment: 'environment',
   deviceSecretHash: 'deviceSecretHash',
   active: 'active',

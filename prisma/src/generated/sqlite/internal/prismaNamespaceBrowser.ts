@@ -86,6 +86,7 @@ export const InstallationScalarFieldEnum = {
   deviceToken: 'deviceToken',
   voipToken: 'voipToken',
   watchVoipToken: 'watchVoipToken',
+  locationPushToken: 'locationPushToken',
   environment: 'environment',
   deviceSecretHash: 'deviceSecretHash',
   active: 'active',

@@ -31,6 +31,7 @@ export type InstallationMinAggregateOutputType = {
   deviceToken: string | null
   voipToken: string | null
   watchVoipToken: string | null
+  locationPushToken: string | null
   environment: string | null
   deviceSecretHash: string | null
   active: boolean | null
@@ -45,6 +46,7 @@ export type InstallationMaxAggregateOutputType = {
   deviceToken: string | null
   voipToken: string | null
   watchVoipToken: string | null
+  locationPushToken: string | null
   environment: string | null
   deviceSecretHash: string | null
   active: boolean | null
@@ -59,6 +61,7 @@ export type InstallationCountAggregateOutputType = {
   deviceToken: number
   voipToken: number
   watchVoipToken: number
+  locationPushToken: number
   environment: number
   deviceSecretHash: number
   active: number
@@ -75,6 +78,7 @@ export type InstallationMinAggregateInputType = {
   deviceToken?: true
   voipToken?: true
   watchVoipToken?: true
+  locationPushToken?: true
   environment?: true
   deviceSecretHash?: true
   active?: true
@@ -89,6 +93,7 @@ export type InstallationMaxAggregateInputType = {
   deviceToken?: true
   voipToken?: true
   watchVoipToken?: true
+  locationPushToken?: true
   environment?: true
   deviceSecretHash?: true
   active?: true
@@ -103,6 +108,7 @@ export type InstallationCountAggregateInputType = {
   deviceToken?: true
   voipToken?: true
   watchVoipToken?: true
+  locationPushToken?: true
   environment?: true
   deviceSecretHash?: true
   active?: true
@@ -190,6 +196,7 @@ export type InstallationGroupByOutputType = {
   deviceToken: string
   voipToken: string | null
   watchVoipToken: string | null
+  locationPushToken: string | null
   environment: string
   deviceSecretHash: string
   active: boolean
@@ -225,6 +232,7 @@ export type InstallationWhereInput = {
   deviceToken?: Prisma.StringFilter<"Installation"> | string
   voipToken?: Prisma.StringNullableFilter<"Installation"> | string | null
   watchVoipToken?: Prisma.StringNullableFilter<"Installation"> | string | null
+  locationPushToken?: Prisma.StringNullableFilter<"Installation"> | string | null
   environment?: Prisma.StringFilter<"Installation"> | string
   deviceSecretHash?: Prisma.StringFilter<"Installation"> | string
   active?: Prisma.BoolFilter<"Installation"> | boolean
@@ -239,6 +247,7 @@ export type InstallationOrderByWithRelationInput = {
   deviceToken?: Prisma.SortOrder
   voipToken?: Prisma.SortOrderInput | Prisma.SortOrder
   watchVoipToken?: Prisma.SortOrderInput | Prisma.SortOrder
+  locationPushToken?: Prisma.SortOrderInput | Prisma.SortOrder
   environment?: Prisma.SortOrder
   deviceSecretHash?: Prisma.SortOrder
   active?: Prisma.SortOrder
@@ -256,6 +265,7 @@ export type InstallationWhereUniqueInput = Prisma.AtLeast<{
   deviceToken?: Prisma.StringFilter<"Installation"> | string
   voipToken?: Prisma.StringNullableFilter<"Installation"> | string | null
   watchVoipToken?: Prisma.StringNullableFilter<"Installation"> | string | null
+  locationPushToken?: Prisma.StringNullableFilter<"Installation"> | string | null
   environment?: Prisma.StringFilter<"Installation"> | string
   deviceSecretHash?: Prisma.StringFilter<"Installation"> | string
   active?: Prisma.BoolFilter<"Installation"> | boolean
@@ -270,6 +280,7 @@ export type InstallationOrderByWithAggregationInput = {
   deviceToken?: Prisma.SortOrder
   voipToken?: Prisma.SortOrderInput | Prisma.SortOrder
   watchVoipToken?: Prisma.SortOrderInput | Prisma.SortOrder
+  locationPushToken?: Prisma.SortOrderInput | Prisma.SortOrder
   environment?: Prisma.SortOrder
   deviceSecretHash?: Prisma.SortOrder
   active?: Prisma.SortOrder
@@ -290,6 +301,7 @@ export type InstallationScalarWhereWithAggregatesInput = {
   deviceToken?: Prisma.StringWithAggregatesFilter<"Installation"> | string
   voipToken?: Prisma.StringNullableWithAggregatesFilter<"Installation"> | string | null
   watchVoipToken?: Prisma.StringNullableWithAggregatesFilter<"Installation"> | string | null
+  locationPushToken?: Prisma.StringNullableWithAggregatesFilter<"Installation"> | string | null
   environment?: Prisma.StringWithAggregatesFilter<"Installation"> | string
   deviceSecretHash?: Prisma.StringWithAggregatesFilter<"Installation"> | string
   active?: Prisma.BoolWithAggregatesFilter<"Installation"> | boolean
@@ -304,6 +316,7 @@ export type InstallationCreateInput = {
   deviceToken: string
   voipToken?: string | null
   watchVoipToken?: string | null
+  locationPushToken?: string | null
   environment: string
   deviceSecretHash: string
   active: boolean
@@ -318,6 +331,7 @@ export type InstallationUncheckedCreateInput = {
   deviceToken: string
   voipToken?: string | null
   watchVoipToken?: string | null
+  locationPushToken?: string | null
   environment: string
   deviceSecretHash: string
   active: boolean
@@ -332,6 +346,7 @@ export type InstallationUpdateInput = {
   deviceToken?: Prisma.StringFieldUpdateOperationsInput | string
   voipToken?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   watchVoipToken?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  locationPushToken?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   environment?: Prisma.StringFieldUpdateOperationsInput | string
   deviceSecretHash?: Prisma.StringFieldUpdateOperationsInput | string
   active?: Prisma.BoolFieldUpdateOperationsInput | boolean
@@ -346,6 +361,7 @@ export type InstallationUncheckedUpdateInput = {
   deviceToken?: Prisma.StringFieldUpdateOperationsInput | string
   voipToken?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   watchVoipToken?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  locationPushToken?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   environment?: Prisma.StringFieldUpdateOperationsInput | string
   deviceSecretHash?: Prisma.StringFieldUpdateOperationsInput | string
   active?: Prisma.BoolFieldUpdateOperationsInput | boolean
@@ -360,6 +376,7 @@ export type InstallationCreateManyInput = {
   deviceToken: string
   voipToken?: string | null
   watchVoipToken?: string | null
+  locationPushToken?: string | null
   environment: string
   deviceSecretHash: string
   active: boolean
@@ -374,6 +391,7 @@ export type InstallationUpdateManyMutationInput = {
   deviceToken?: Prisma.StringFieldUpdateOperationsInput | string
   voipToken?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   watchVoipToken?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  locationPushToken?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   environment?: Prisma.StringFieldUpdateOperationsInput | string
   deviceSecretHash?: Prisma.StringFieldUpdateOperationsInput | string
   active?: Prisma.BoolFieldUpdateOperationsInput | boolean
@@ -388,6 +406,7 @@ export type InstallationUncheckedUpdateManyInput = {
   deviceToken?: Prisma.StringFieldUpdateOperationsInput | string
   voipToken?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   watchVoipToken?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  locationPushToken?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   environment?: Prisma.StringFieldUpdateOperationsInput | string
   deviceSecretHash?: Prisma.StringFieldUpdateOperationsInput | string
   active?: Prisma.BoolFieldUpdateOperationsInput | boolean
@@ -402,6 +421,7 @@ export type InstallationCountOrderByAggregateInput = {
   deviceToken?: Prisma.SortOrder
   voipToken?: Prisma.SortOrder
   watchVoipToken?: Prisma.SortOrder
+  locationPushToken?: Prisma.SortOrder
   environment?: Prisma.SortOrder
   deviceSecretHash?: Prisma.SortOrder
   active?: Prisma.SortOrder
@@ -416,6 +436,7 @@ export type InstallationMaxOrderByAggregateInput = {
   deviceToken?: Prisma.SortOrder
   voipToken?: Prisma.SortOrder
   watchVoipToken?: Prisma.SortOrder
+  locationPushToken?: Prisma.SortOrder
   environment?: Prisma.SortOrder
   deviceSecretHash?: Prisma.SortOrder
   active?: Prisma.SortOrder
@@ -430,6 +451,7 @@ export type InstallationMinOrderByAggregateInput = {
   deviceToken?: Prisma.SortOrder
   voipToken?: Prisma.SortOrder
   watchVoipToken?: Prisma.SortOrder
+  locationPushToken?: Prisma.SortOrder
   environment?: Prisma.SortOrder
   deviceSecretHash?: Prisma.SortOrder
   active?: Prisma.SortOrder
@@ -454,6 +476,7 @@ export type InstallationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   deviceToken?: boolean
   voipToken?: boolean
   watchVoipToken?: boolean
+  locationPushToken?: boolean
   environment?: boolean
   deviceSecretHash?: boolean
   active?: boolean
@@ -468,6 +491,7 @@ export type InstallationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.
   deviceToken?: boolean
   voipToken?: boolean
   watchVoipToken?: boolean
+  locationPushToken?: boolean
   environment?: boolean
   deviceSecretHash?: boolean
   active?: boolean
@@ -482,6 +506,7 @@ export type InstallationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.
   deviceToken?: boolean
   voipToken?: boolean
   watchVoipToken?: boolean
+  locationPushToken?: boolean
   environment?: boolean
   deviceSecretHash?: boolean
   active?: boolean
@@ -496,6 +521,7 @@ export type InstallationSelectScalar = {
   deviceToken?: boolean
   voipToken?: boolean
   watchVoipToken?: boolean
+  locationPushToken?: boolean
   environment?: boolean
   deviceSecretHash?: boolean
   active?: boolean
@@ -504,7 +530,7 @@ export type InstallationSelectScalar = {
   updatedAt?: boolean
 }
 
-export type InstallationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "bundleId" | "deviceToken" | "voipToken" | "watchVoipToken" | "environment" | "deviceSecretHash" | "active" | "preferences" | "createdAt" | "updatedAt", ExtArgs["result"]["installation"]>
+export type InstallationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "bundleId" | "deviceToken" | "voipToken" | "watchVoipToken" | "locationPushToken" | "environment" | "deviceSecretHash" | "active" | "preferences" | "createdAt" | "updatedAt", ExtArgs["result"]["installation"]>
 
 export type $InstallationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Installation"
@@ -515,6 +541,10 @@ export type $InstallationPayload<ExtArgs extends runtime.Types.Extensions.Intern
     deviceToken: string
     voipToken: string | null
     watchVoipToken: string | null
+    /**
+     * APNs token of the Location Push Service Extension (location pushes go to it, not deviceToken).
+     */
+    locationPushToken: string | null
     environment: string
     /**
      * sha256 hex of the device secret; the secret itself is never stored.
@@ -955,6 +985,7 @@ export interface InstallationFieldRefs {
   readonly deviceToken: Prisma.FieldRef<"Installation", 'String'>
   readonly voipToken: Prisma.FieldRef<"Installation", 'String'>
   readonly watchVoipToken: Prisma.FieldRef<"Installation", 'String'>
+  readonly locationPushToken: Prisma.FieldRef<"Installation", 'String'>
   readonly environment: Prisma.FieldRef<"Installation", 'String'>
   readonly deviceSecretHash: Prisma.FieldRef<"Installation", 'String'>
   readonly active: Prisma.FieldRef<"Installation", 'Boolean'>

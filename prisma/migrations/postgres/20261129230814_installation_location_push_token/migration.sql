@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "Installation" ADD COLUMN     "locationPushToken" TEXT;
