@@ -23,8 +23,8 @@ const BRIDGES = Number(process.env.BENCH_BRIDGES ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const MESSAGE_BYTES = 960;
 const INTERVAL_MS = 20;
-const CALLS_PER_GRANT = 30;
-const CALL_GRANTS = 10;
+const CALLS_PER_GRANT = Number(process.env.BENCH_CALLS_PER_GRANT ?? 30);
+const CALL_GRANTS = Number(process.env.BENCH_CALL_GRANTS ?? 10);
 const TOPIC = 'com.example.conduit';
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
@@ -82,9 +82,12 @@ function cpuSeconds(pid: number): number {
   return stats.filter((s) => tree.has(s.pid)).reduce((sum, s) => sum + s.cpu, 0);
 }
 
+/** Random filler, drawn once: the bench's own CPU goes to sending, not to the random generator. */
+const FILLER = randomBytes(MESSAGE_BYTES);
+
 /** A message: a non-zero first byte, the send time (ns, 8 bytes), filler. */
 function stamped(): Buffer {
-  const message = randomBytes(MESSAGE_BYTES);
+  const message = Buffer.from(FILLER);
   message[0] = 1;
   message.writeBigUInt64BE(process.hrtime.bigint(), 1);
   return message;
@@ -96,17 +99,26 @@ function latencyOf(message: Buffer): number {
 
 let sent = 0;
 
-/** Sends 48 KB/s from `from` for SECONDS; resolves when done. */
-function pump(from: WebSocket): Promise<void> {
+/**
+ * Sends 48 KB/s from `from` for SECONDS; resolves when done. Sender `index` of `count` starts at its
+ * own phase of the 20 ms period: real Watches and hosts do not share a clock, so their frames do not
+ * all arrive in one burst (the baseline runs with the same phases).
+ */
+function pump(from: WebSocket, index: number, count: number): Promise<void> {
   return new Promise((done) => {
-    const timer = setInterval(() => {
-      sent += 1;
-      from.send(stamped());
-    }, INTERVAL_MS);
-    setTimeout(() => {
-      clearInterval(timer);
-      done();
-    }, SECONDS * 1000);
+    setTimeout(
+      () => {
+        const timer = setInterval(() => {
+          sent += 1;
+          from.send(stamped());
+        }, INTERVAL_MS);
+        setTimeout(() => {
+          clearInterval(timer);
+          done();
+        }, SECONDS * 1000);
+      },
+      (INTERVAL_MS * index) / count,
+    );
   });
 }
 
@@ -227,7 +239,9 @@ async function audioThroughRelay(
   const cpuBefore = cpuSeconds(pid);
   sent = 0;
   const started = performance.now();
-  await Promise.all(pairs.flatMap(({ host, watch }) => [pump(host), pump(watch)]));
+  await Promise.all(
+    pairs.flatMap(({ host, watch }, i) => [pump(host, 2 * i, BRIDGES * 2), pump(watch, 2 * i + 1, BRIDGES * 2)]),
+  );
   await new Promise((r) => setTimeout(r, 300));
   const elapsedS = (performance.now() - started) / 1000;
   const cpu = (cpuSeconds(pid) - cpuBefore) / elapsedS;
@@ -251,63 +265,77 @@ async function audioDirect() {
   const { port } = server.address() as { port: number };
   const senders: WebSocket[] = [];
   for (let i = 0; i < BRIDGES * 2; i += 1) senders.push(await connect(`ws://127.0.0.1:${port}`));
-  await Promise.all(senders.map(pump));
+  await Promise.all(senders.map((sender, i) => pump(sender, i, senders.length)));
   await new Promise((r) => setTimeout(r, 300));
   for (const s of senders) s.close();
   await new Promise<void>((r) => server.close(() => r()));
   return summary(latencies);
 }
 
-async function watchCalls(relay: ReturnType<typeof createRelayClient>, gateways: string[]) {
+let ipCounter = 0;
+
+/**
+ * CALL_GRANTS grants (a grant takes at most 30 calls a minute), `concurrency` of them at a time, each
+ * with its own host and CALLS_PER_GRANT calls in sequence. Concurrency 1 is the latency of one
+ * Watch; higher values add queueing on this 2-core machine, where bench and relay share the CPUs.
+ */
+async function watchCalls(relay: ReturnType<typeof createRelayClient>, gateways: string[], concurrency: number) {
   const roundTrips: number[] = [];
-  let ipCounter = 0;
-  await Promise.all(
-    Array.from({ length: CALL_GRANTS }, async (_v, i) => {
-      const gateway = gateways[i % gateways.length]!;
-      const { gid, watchAuthorization } = await openGrant(relay, gateway, false);
-      let running = true;
-      // The host: long-polls and answers every call at once.
-      const host = (async () => {
-        while (running) {
-          const { data } = await relay.GET('/v1/watch-tools/grants/{gid}/calls', {
-            params: { path: { gid }, query: { wait_ms: '1000' } },
-            headers: { authorization: gateway },
-          });
-          await Promise.all(
-            (data?.calls ?? []).map((call) =>
-              relay.POST('/v1/watch-tools/grants/{gid}/results/{rid}', {
-                params: { path: { gid, rid: call.rid } },
-                headers: { authorization: gateway },
-                body: { n: call.n, ct: call.ct },
-              }),
-            ),
-          );
-        }
-      })();
-      await new Promise((r) => setTimeout(r, 100));
-      for (let c = 0; c < CALLS_PER_GRANT; c += 1) {
-        ipCounter += 1;
-        const started = performance.now();
-        const { response } = await relay.POST('/v1/watch-tools/grants/{gid}/calls', {
-          params: { path: { gid } },
-          headers: {
-            authorization: watchAuthorization,
-            'x-forwarded-for': `10.${(ipCounter >> 16) & 255}.${(ipCounter >> 8) & 255}.${ipCounter & 255}`,
-          },
-          body: {
-            rid: randomBytes(16).toString('base64url'),
-            n: randomBytes(12).toString('base64url'),
-            ct: randomBytes(200).toString('base64url'),
-          },
-        });
-        if (response.status === 200) roundTrips.push(performance.now() - started);
-        else console.error(`call answered ${response.status}`);
-      }
-      running = false;
-      await host;
-    }),
-  );
+  const indexes = Array.from({ length: CALL_GRANTS }, (_v, i) => i);
+  for (let start = 0; start < indexes.length; start += concurrency) {
+    await Promise.all(indexes.slice(start, start + concurrency).map((i) => oneGrant(relay, gateways, i, roundTrips)));
+  }
   return summary(roundTrips);
+}
+
+async function oneGrant(
+  relay: ReturnType<typeof createRelayClient>,
+  gateways: string[],
+  i: number,
+  roundTrips: number[],
+): Promise<void> {
+  const gateway = gateways[i % gateways.length]!;
+  const { gid, watchAuthorization } = await openGrant(relay, gateway, false);
+  let running = true;
+  // The host: long-polls and answers every call at once.
+  const host = (async () => {
+    while (running) {
+      const { data } = await relay.GET('/v1/watch-tools/grants/{gid}/calls', {
+        params: { path: { gid }, query: { wait_ms: '1000' } },
+        headers: { authorization: gateway },
+      });
+      await Promise.all(
+        (data?.calls ?? []).map((call) =>
+          relay.POST('/v1/watch-tools/grants/{gid}/results/{rid}', {
+            params: { path: { gid, rid: call.rid } },
+            headers: { authorization: gateway },
+            body: { n: call.n, ct: call.ct },
+          }),
+        ),
+      );
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 100));
+  for (let c = 0; c < CALLS_PER_GRANT; c += 1) {
+    ipCounter += 1;
+    const started = performance.now();
+    const { response } = await relay.POST('/v1/watch-tools/grants/{gid}/calls', {
+      params: { path: { gid } },
+      headers: {
+        authorization: watchAuthorization,
+        'x-forwarded-for': `10.${(ipCounter >> 16) & 255}.${(ipCounter >> 8) & 255}.${ipCounter & 255}`,
+      },
+      body: {
+        rid: randomBytes(16).toString('base64url'),
+        n: randomBytes(12).toString('base64url'),
+        ct: randomBytes(200).toString('base64url'),
+      },
+    });
+    if (response.status === 200) roundTrips.push(performance.now() - started);
+    else console.error(`call answered ${response.status}`);
+  }
+  running = false;
+  await host;
 }
 
 async function main(): Promise<void> {
@@ -320,7 +348,8 @@ async function main(): Promise<void> {
   try {
     const relay = createRelayClient({ baseUrl });
     const gateways: string[] = [];
-    for (let i = 0; i < 5; i += 1) gateways.push(await pairedGateway(relay));
+    // 12 grants a minute per gateway: enough gateways for the bridges and both call runs.
+    for (let i = 0; i < Math.ceil((BRIDGES + 2 * CALL_GRANTS) / 10); i += 1) gateways.push(await pairedGateway(relay));
 
     const direct = await audioDirect();
     const bridged = await audioThroughRelay(relay, gateways, port, child.pid!);
@@ -339,11 +368,13 @@ async function main(): Promise<void> {
     );
     console.log(`  relay CPU:                    ${bridged.cpuPercent.toFixed(1)} % of one core`);
 
-    const calls = await watchCalls(relay, gateways);
     console.log('\nWatch calls (host answers at once)');
-    console.log(
-      `  round trip: p50 ${fmt(calls.p50)}  p99 ${fmt(calls.p99)}  max ${fmt(calls.max)}  (${calls.n} calls)`,
-    );
+    for (const concurrency of [1, CALL_GRANTS]) {
+      const calls = await watchCalls(relay, gateways, concurrency);
+      console.log(
+        `  ${String(concurrency).padStart(2)} Watch(es) at once, round trip: p50 ${fmt(calls.p50)}  p99 ${fmt(calls.p99)}  max ${fmt(calls.max)}  (${calls.n} calls)`,
+      );
+    }
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
