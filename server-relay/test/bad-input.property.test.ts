@@ -34,7 +34,11 @@ beforeAll(async () => {
   const db = await testDatabase('sqlite');
   release = db.release;
   relay = await startRelay(db.url, { ...ROOMY_BUDGETS, RELAY_CALLS_PER_INSTALLATION_PER_DAY: '100000' });
-  phone = await paired(relay, { voip_token: 'ee'.repeat(32), watch_voip_token: 'ff'.repeat(32) });
+  phone = await paired(relay, {
+    voip_token: 'ee'.repeat(32),
+    watch_voip_token: 'ff'.repeat(32),
+    location_push_token: 'dd'.repeat(32),
+  });
   await relay.client.POST('/v1/events', {
     headers: phone.gatewayAuth,
     body: {

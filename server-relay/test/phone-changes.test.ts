@@ -2,11 +2,13 @@
  * phone.changes nudges and location.request pushes (POST /v1/events) through the generated client,
  * against a real relay process in capture mode: what reaches APNs (payload, push type, topic,
  * priority, expiration), the idempotency of event ids, the preference gate, bad input, and the
- * capability names in /v1/meta. The headers on the HTTP/2 wire are pinned against the APNs simulator
+ * capability names in /v1/meta; the location push token a phone registers (location_push_token) and
+ * the 409 location_push_unavailable without one. The headers on the HTTP/2 wire are pinned against the APNs simulator
  * in test/apns/new-push-types.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  deviceToken,
   eventId,
   pairHost,
   registerPhone,
@@ -29,9 +31,23 @@ afterAll(() => relay?.stop());
 
 type Captured = CapturedPush & { notification: CapturedPush['notification'] & { priority?: number } };
 
-async function pair(preferences: Record<string, boolean> = {}): Promise<{ phone: Phone; host: Host }> {
-  const phone = await registerPhone(relay, { preferences });
+/** A phone that registered a location push token too (`locationToken`), paired with one host. */
+async function pair(
+  preferences: Record<string, boolean> = {},
+): Promise<{ phone: Phone; host: Host; locationToken: string }> {
+  const locationToken = deviceToken();
+  const phone = await registerPhone(relay, { preferences, location_push_token: locationToken });
+  return { phone, host: await pairHost(relay, phone), locationToken };
+}
+
+/** A phone as old apps register it: no location push token. */
+async function pairWithoutLocationToken(): Promise<{ phone: Phone; host: Host }> {
+  const phone = await registerPhone(relay);
   return { phone, host: await pairHost(relay, phone) };
+}
+
+function locate(host: Host, id = eventId('locate')) {
+  return post(host, { type: 'location.request', event_id: id, e2e: envelope(id) });
 }
 
 async function post(host: Host, body: EventBody) {
@@ -192,8 +208,8 @@ describe('phone.changes in background mode', () => {
 });
 
 describe('location.request', () => {
-  it('is an Apple location push to <APNS_TOPIC>.location-query carrying only the sealed envelope', async () => {
-    const { phone, host } = await pair({ show_previews: true });
+  it('is an Apple location push to <APNS_TOPIC>.location-query, to the location push token, carrying only the sealed envelope', async () => {
+    const { phone, host, locationToken } = await pair({ show_previews: true });
     const id = eventId('locate');
     const e2e = envelope(id);
     const sentAt = Math.floor(Date.now() / 1000);
@@ -205,7 +221,8 @@ describe('location.request', () => {
     expect(reply?.data).toEqual({ accepted: true, delivered: true });
     expect(pushes).toHaveLength(1);
     const push = pushes[0] as Captured;
-    expect(push.deviceToken).toBe(phone.token);
+    expect(push.deviceToken).toBe(locationToken);
+    expect(push.deviceToken).not.toBe(phone.token);
     expect(push.notification.pushType).toBe('location');
     expect(push.notification.topic).toBe(`${TOPIC}.location-query`);
     expect(push.notification.priority).toBe(10);
@@ -242,6 +259,160 @@ describe('location.request', () => {
     expect(pushes).toEqual([]);
     const sealed = await post(host, { type: 'location.request', event_id: id, e2e: envelope(id) });
     expect(sealed.data).toEqual({ accepted: true, delivered: true });
+  });
+});
+
+describe('location.request without a location push token', () => {
+  it('is 409 location_push_unavailable, pushes nothing and leaves the event id for a retry after registration', async () => {
+    const { phone, host } = await pairWithoutLocationToken();
+    const id = eventId('locate');
+    const pushes = await pushesDuring(async () => {
+      for (let attempt = 0; attempt < 2; attempt += 1) {
+        const reply = await locate(host, id);
+        expect(reply.response.status).toBe(409);
+        expect(reply.error).toEqual({ error: 'location_push_unavailable' });
+      }
+    });
+    expect(pushes).toEqual([]);
+    const locationToken = deviceToken();
+    const update = await relay.call('PUT', `/v1/installations/${phone.id}`, {
+      auth: phone.auth,
+      body: { location_push_token: locationToken },
+    });
+    expect(update.status).toBe(200);
+    const delivered = await pushesDuring(async () => {
+      const retry = await locate(host, id);
+      expect(retry.data).toEqual({ accepted: true, delivered: true });
+    });
+    expect(delivered.map((push) => push.deviceToken)).toEqual([locationToken]);
+  });
+
+  it('old apps are unaffected: alerts and background nudges still go to the device token', async () => {
+    const { phone, host } = await pairWithoutLocationToken();
+    const pushes = await pushesDuring(async () => {
+      expect((await post(host, { type: 'response.ready', event_id: eventId() })).response.status).toBe(202);
+      const nudge = await post(host, { type: 'phone.changes', event_id: eventId(), mode: 'background' });
+      expect(nudge.data).toEqual({ accepted: true, delivered: true });
+    });
+    expect(pushes.map((push) => push.deviceToken)).toEqual([phone.token, phone.token]);
+  });
+
+  it('a repeat of an event delivered before the token was cleared is still 200 duplicate', async () => {
+    const { phone, host } = await pair();
+    const id = eventId('locate');
+    expect((await locate(host, id)).response.status).toBe(202);
+    const cleared = await relay.call('PUT', `/v1/installations/${phone.id}`, {
+      auth: phone.auth,
+      body: { location_push_token: null },
+    });
+    expect(cleared.status).toBe(200);
+    const again = await locate(host, id);
+    expect(again.response.status).toBe(200);
+    expect(again.data).toEqual({ accepted: true, duplicate: true });
+    expect((await locate(host)).response.status).toBe(409);
+  });
+});
+
+describe('location_push_token on the installation', () => {
+  const path = (phone: Phone) => `/v1/installations/${phone.id}`;
+
+  /** Where the next location push for this host goes (undefined: 409, nothing pushed). */
+  async function locationTarget(host: Host): Promise<string | undefined> {
+    let status = 0;
+    const pushes = await pushesDuring(async () => {
+      status = (await locate(host)).response.status;
+    });
+    expect(status).toBe(pushes.length === 1 ? 202 : 409);
+    return pushes[0]?.deviceToken;
+  }
+
+  it('is normalised like the other tokens at registration and on update', async () => {
+    const raw = 'AB CD'.repeat(16);
+    const phone = await registerPhone(relay, { location_push_token: `<${raw}>` });
+    const host = await pairHost(relay, phone);
+    expect(await locationTarget(host)).toBe('abcd'.repeat(16));
+    const next = deviceToken();
+    const update = await relay.call('PUT', path(phone), {
+      auth: phone.auth,
+      body: { location_push_token: next.toUpperCase() },
+    });
+    expect(update.status).toBe(200);
+    expect(await locationTarget(host)).toBe(next);
+  });
+
+  it.each([['short'], ['zz'.repeat(32)], ['ab'.repeat(101)], [12], [true], [{}]])(
+    '%j is 400 invalid_location_push_token at registration and on update, and nothing changes',
+    async (value) => {
+      const rejected = await relay.call('POST', '/v1/installations', {
+        body: { bundle_id: TOPIC, device_token: deviceToken(), environment: 'production', location_push_token: value },
+      });
+      expect(rejected.status).toBe(400);
+      expect(rejected.json).toEqual({ error: 'invalid_location_push_token' });
+      const { phone, host, locationToken } = await pair();
+      const update = await relay.call('PUT', path(phone), {
+        auth: phone.auth,
+        body: { location_push_token: value, preferences: { enabled: false } },
+      });
+      expect(update.status).toBe(400);
+      expect(update.json).toEqual({ error: 'invalid_location_push_token' });
+      expect(await locationTarget(host)).toBe(locationToken);
+    },
+  );
+
+  it('is checked after the PushKit tokens and before bundle_id', async () => {
+    const base = { bundle_id: 'wrong', device_token: deviceToken(), environment: 'production' };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ ...base, watch_voip_token: 'x', location_push_token: 'x' }, 'invalid_watch_voip_token'],
+      [{ ...base, location_push_token: 'x' }, 'invalid_location_push_token'],
+    ];
+    for (const [body, code] of cases) {
+      expect((await relay.call('POST', '/v1/installations', { body })).json).toEqual({ error: code });
+    }
+  });
+
+  it('null clears it, absent keeps it, and neither touches the device token', async () => {
+    const { phone, host, locationToken } = await pair();
+    const keep = await relay.call('PUT', path(phone), { auth: phone.auth, body: { voip_token: deviceToken() } });
+    expect(keep.status).toBe(200);
+    expect(await locationTarget(host)).toBe(locationToken);
+    const clear = await relay.call('PUT', path(phone), { auth: phone.auth, body: { location_push_token: null } });
+    expect(clear.status).toBe(200);
+    expect(await locationTarget(host)).toBeUndefined();
+    const alert = await pushesDuring(() => post(host, { type: 'response.ready', event_id: eventId() }));
+    expect(alert.map((push) => push.deviceToken)).toEqual([phone.token]);
+  });
+
+  it('re-sending the same token (any spelling) is a no-op that keeps updated_at; a new one moves it', async () => {
+    const { phone, locationToken } = await pair();
+    const first = await relay.call('PUT', path(phone), { auth: phone.auth, body: {} });
+    const before = (first.json as { installation: { updated_at: string } }).installation.updated_at;
+    await new Promise((resolve) => setTimeout(resolve, 15));
+    const same = await relay.call('PUT', path(phone), {
+      auth: phone.auth,
+      body: { location_push_token: `<${locationToken.toUpperCase()}>` },
+    });
+    expect(same.status).toBe(200);
+    expect((same.json as { installation: { updated_at: string } }).installation.updated_at).toBe(before);
+    const changed = await relay.call('PUT', path(phone), {
+      auth: phone.auth,
+      body: { location_push_token: deviceToken() },
+    });
+    expect((changed.json as { installation: { updated_at: string } }).installation.updated_at).not.toBe(before);
+  });
+
+  it('the installation DTO is unchanged for old clients (no token, no new field)', async () => {
+    const phone = await registerPhone(relay, { location_push_token: deviceToken() });
+    const reply = await relay.call('PUT', path(phone), { auth: phone.auth, body: {} });
+    expect(Object.keys((reply.json as { installation: object }).installation).sort()).toEqual([
+      'active',
+      'gateways',
+      'id',
+      'preferences',
+      'updated_at',
+      'voip',
+      'watch_voip',
+    ]);
+    expect(reply.text).not.toContain('location');
   });
 });
 

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LAST_SEEN_ROWS_PER_STATEMENT } from '../src/store/last-seen-statements.js';
 import { CachedStore } from '../src/store/cached-store.js';
 import { openPrismaStore, type PrismaStore } from '../src/store/prisma-store.js';
-import type { GatewayRecord } from '../src/store/records.js';
+import { normalizePreferences } from '../src/domain/preferences.js';
+import type { GatewayRecord, InstallationRecord } from '../src/store/records.js';
 import { STORE_KINDS, testDatabase } from './support/harness.js';
 
 function gateway(installationId: string, createdAt: number): GatewayRecord {
@@ -17,6 +18,23 @@ function gateway(installationId: string, createdAt: number): GatewayRecord {
     pluginVersion: null,
     pluginCapabilities: null,
     lastEventAt: null,
+  };
+}
+
+function installation(locationPushToken: string | null): InstallationRecord {
+  return {
+    id: randomUUID(),
+    bundleId: 'com.example.conduit',
+    deviceToken: 'ab'.repeat(32),
+    voipToken: null,
+    watchVoipToken: null,
+    locationPushToken,
+    environment: 'production',
+    deviceSecretHash: 'b'.repeat(64),
+    active: true,
+    preferences: normalizePreferences({}),
+    createdAt: Date.UTC(2026, 10, 29, 12, 0, 0, 1),
+    updatedAt: Date.UTC(2026, 10, 29, 12, 0, 0, 1),
   };
 }
 
@@ -146,5 +164,28 @@ describe.each(STORE_KINDS)('Prisma store on %s', (kind) => {
     const unbound = gateway(installationId, Date.UTC(2026, 0, 2, 3, 4, 5, 678));
     expect(await store.claimPairing(codeHash, unbound)).toBe(true);
     expect(await store.findGateway(installationId, unbound.id)).toEqual(unbound);
+  });
+
+  it('the location push token round-trips: stored, replaced, cleared only while unchanged, absent stays null', async () => {
+    const cached = new CachedStore(store);
+    const first = 'cd'.repeat(32);
+    const second = 'ef'.repeat(40);
+    const phone = installation(first);
+    await cached.insertInstallation(phone);
+    expect(await store.findInstallation(phone.id)).toEqual(phone);
+    expect((await cached.findInstallation(phone.id))?.locationPushToken).toBe(first);
+
+    await cached.updateInstallation(phone.id, { locationPushToken: second, updatedAt: phone.updatedAt + 1 });
+    expect((await cached.findInstallation(phone.id))?.locationPushToken).toBe(second);
+    // APNs refused the old token after the phone sent a new one: the new one stays.
+    await cached.clearTokenIfUnchanged(phone.id, 'locationPushToken', first);
+    expect((await cached.findInstallation(phone.id))?.locationPushToken).toBe(second);
+    await cached.clearTokenIfUnchanged(phone.id, 'locationPushToken', second);
+    const cleared = await cached.findInstallation(phone.id);
+    expect(cleared).toMatchObject({ locationPushToken: null, deviceToken: phone.deviceToken, active: true });
+
+    const without = installation(null);
+    await store.insertInstallation(without);
+    expect((await store.findInstallation(without.id))?.locationPushToken).toBeNull();
   });
 });

@@ -206,6 +206,7 @@ describe('storage CLIs', () => {
       deviceToken: 'ab'.repeat(32),
       voipToken: null,
       watchVoipToken: null,
+      locationPushToken: null,
       environment: 'production',
       deviceSecretHash: sha('x'),
       preferences: normalizePreferences({}),

@@ -91,6 +91,7 @@ function installation(i: number): InstallationRecord {
     deviceToken: deviceToken(i + 16),
     voipToken: null,
     watchVoipToken: null,
+    locationPushToken: null,
     environment: 'production',
     deviceSecretHash: 'b'.repeat(64),
     active: true,

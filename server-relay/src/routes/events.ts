@@ -42,6 +42,11 @@ export function eventRoutes(app: FastifyInstance, context: RelayContext): void {
     const requestId = parkedRequestId(event);
 
     const run = async (): Promise<EventReply> => {
+      if (!duplicate && event.type === 'location.request' && !installation.locationPushToken) {
+        // Before the id is consumed and any budget spent: the host may send the same event again
+        // once the phone has registered its Location Push Service Extension's token.
+        throw new WireError(409, 'location_push_unavailable');
+      }
       if (!duplicate && requestId !== undefined) {
         // Before the id is consumed: a caller may retry the same event once capacity frees up.
         await assertDecisionCapacity(context, installation.id);
@@ -86,30 +91,50 @@ function alertFor(context: RelayContext, auth: AuthenticatedGateway, event: Rela
 }
 
 /**
- * Sends one push to the phone's device token and maps APNs' answer to the wire (§2 step 9/10):
- * alerts, background nudges and location queries share the error mapping and the deactivation rule.
+ * The token a push goes to. The device token is the installation itself: APNs calling it gone
+ * deactivates the installation. The location push token belongs to one extension: APNs calling it
+ * gone forgets just that token, and alerts keep flowing to the device token.
+ */
+type PushTarget = { field: 'deviceToken' } | { field: 'locationPushToken'; token: string };
+
+const DEVICE: PushTarget = { field: 'deviceToken' };
+
+/**
+ * Sends one push and maps APNs' answer to the wire (§2 step 9/10): alerts, background nudges and
+ * location queries share the error mapping; what a gone token costs depends on the target.
  */
 async function sendPush(
   context: RelayContext,
   auth: AuthenticatedGateway,
   notification: ApnsNotification,
   onUndeliverable: () => Promise<void>,
+  target: PushTarget = DEVICE,
 ): Promise<EventReply> {
+  const { installation } = auth;
   let result: ApnsResult;
   try {
-    result = await context.apns.send(auth.installation.deviceToken, notification);
+    result = await context.apns.send(
+      target.field === 'deviceToken' ? installation.deviceToken : target.token,
+      notification,
+    );
   } catch {
     await onUndeliverable();
     throw new WireError(502, 'apns_unreachable');
   }
   if (result.ok) return { status: 202, body: { accepted: true, delivered: true } };
   if (tokenIsGone(result)) {
-    // The app was deleted or the token rotated: stop pushing until the phone registers again.
-    await context.store.updateInstallation(auth.installation.id, { active: false, updatedAt: context.now() });
-    context.log('info', 'installation deactivated by apns', {
-      installation: auth.installation.id,
-      reason: result.reason,
-    });
+    if (target.field === 'deviceToken') {
+      // The app was deleted or the token rotated: stop pushing until the phone registers again.
+      await context.store.updateInstallation(installation.id, { active: false, updatedAt: context.now() });
+      context.log('info', 'installation deactivated by apns', { installation: installation.id, reason: result.reason });
+    } else {
+      // Only this token, and only if the phone sent no newer one; location.request answers 409 until it does.
+      await context.store.clearTokenIfUnchanged(installation.id, target.field, target.token);
+      context.log('info', 'location push token forgotten by apns', {
+        installation: installation.id,
+        reason: result.reason,
+      });
+    }
   }
   await onUndeliverable();
   throw new WireError(502, 'apns_rejected', { reason: result.reason ?? 'unknown', status: result.status });
@@ -201,10 +226,10 @@ async function deliverBackgroundChanges(
  * nothing, and the phone itself answers only while the user's background location sharing is on
  * and not paused.
  *
- * It goes to the installation's device token. Apple hands the Location Push Service Extension a
- * token of its own (CLLocationManager.startMonitoringLocationPushes); until registration carries
- * that token, APNs may refuse these pushes with DeviceTokenNotForTopic, which leaves the
- * installation active (only a gone token deactivates it) and answers 502 apns_rejected.
+ * It goes to the token Apple hands the Location Push Service Extension
+ * (CLLocationManager.startMonitoringLocationPushes), which the phone registers as
+ * location_push_token; APNs refuses the device token on the location-query topic. Without one the
+ * route has already answered 409 location_push_unavailable.
  */
 async function deliverLocationQuery(
   context: RelayContext,
@@ -213,8 +238,10 @@ async function deliverLocationQuery(
 ): Promise<EventReply> {
   // Validation refuses a plaintext location.request; this keeps the type system in step with it.
   if (!event.e2e) throw new WireError(400, 'invalid_e2e');
+  const token = auth.installation.locationPushToken;
+  if (!token) throw new WireError(409, 'location_push_unavailable');
   const push = locationQueryPush(event, scopeOf(auth), { topic: context.config.apnsTopic, nowMs: context.now() });
-  return sendPush(context, auth, push, nothingToUndo);
+  return sendPush(context, auth, push, nothingToUndo, { field: 'locationPushToken', token });
 }
 
 /**

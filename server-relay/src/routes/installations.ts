@@ -23,7 +23,7 @@ export function publicInstallation(installation: InstallationRecord, gateways: G
   };
 }
 
-/** A PushKit token field: absent keeps (undefined), null clears, anything else must be a valid token. */
+/** A secondary token field (PushKit, location push): absent keeps (undefined), null clears, else a valid token. */
 function optionalToken(value: unknown, code: string): string | null | undefined {
   if (value === undefined) return undefined;
   if (value === null) return null;
@@ -46,6 +46,7 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
     if (!deviceToken) throw new WireError(400, 'invalid_device_token');
     const voipToken = optionalToken(body.voip_token, 'invalid_voip_token') ?? null;
     const watchVoipToken = optionalToken(body.watch_voip_token, 'invalid_watch_voip_token') ?? null;
+    const locationPushToken = optionalToken(body.location_push_token, 'invalid_location_push_token') ?? null;
     if (body.bundle_id !== context.config.apnsTopic) throw new WireError(400, 'invalid_topic');
     if (body.environment !== 'production') throw new WireError(400, 'production_only');
     const now = context.now();
@@ -56,6 +57,7 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
       deviceToken,
       voipToken,
       watchVoipToken,
+      locationPushToken,
       environment: 'production',
       deviceSecretHash: sha256Hex(secret),
       active: true,
@@ -91,14 +93,17 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
     }
     const voip = optionalToken(body.voip_token, 'invalid_voip_token');
     const watchVoip = optionalToken(body.watch_voip_token, 'invalid_watch_voip_token');
+    const location = optionalToken(body.location_push_token, 'invalid_location_push_token');
     const voipToken = voip === undefined ? installation.voipToken : voip;
     const watchVoipToken = watchVoip === undefined ? installation.watchVoipToken : watchVoip;
+    const locationPushToken = location === undefined ? installation.locationPushToken : location;
     const preferences = mergePreferences(installation.preferences, body.preferences);
     const gateways = await context.store.listGateways(installation.id);
     const unchanged =
       deviceToken === installation.deviceToken &&
       voipToken === installation.voipToken &&
       watchVoipToken === installation.watchVoipToken &&
+      locationPushToken === installation.locationPushToken &&
       samePreferences(preferences, installation.preferences);
     // A semantic no-op (apps re-send their state on every launch) neither writes nor spends the budget.
     if (unchanged) return { status: 200, body: { installation: publicInstallation(installation, gateways) } };
@@ -108,6 +113,7 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
       deviceToken,
       voipToken,
       watchVoipToken,
+      locationPushToken,
       preferences,
       updatedAt: context.now(),
     };
@@ -115,6 +121,7 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
       deviceToken,
       voipToken,
       watchVoipToken,
+      locationPushToken,
       preferences,
       updatedAt: updated.updatedAt,
     });

@@ -1,6 +1,6 @@
 import type { DecisionRecord } from '../domain/decisions.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
-import type { InstallationPatch, RelayStore } from './relay-store.js';
+import type { InstallationPatch, RelayStore, SecondaryTokenField } from './relay-store.js';
 
 function withActivity(gateway: GatewayRecord, activity: GatewayActivity): GatewayRecord {
   return {
@@ -107,7 +107,7 @@ export class CachedStore implements RelayStore {
     }
   }
 
-  async clearTokenIfUnchanged(id: string, field: 'voipToken' | 'watchVoipToken', expected: string): Promise<void> {
+  async clearTokenIfUnchanged(id: string, field: SecondaryTokenField, expected: string): Promise<void> {
     this.installations.delete(id);
     try {
       await this.inner.clearTokenIfUnchanged(id, field, expected);

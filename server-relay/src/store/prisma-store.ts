@@ -6,7 +6,7 @@ import type { BatchQuestion } from '../domain/events.js';
 import { normalizePreferences } from '../domain/preferences.js';
 import { dateTimeParam, lastSeenStatements, type LastSeen } from './last-seen-statements.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
-import type { InstallationPatch, RelayStore } from './relay-store.js';
+import type { InstallationPatch, RelayStore, SecondaryTokenField } from './relay-store.js';
 
 type InstallationRow = NonNullable<Awaited<ReturnType<Db['installation']['findUnique']>>>;
 type GatewayRow = NonNullable<Awaited<ReturnType<Db['gateway']['findUnique']>>>;
@@ -28,6 +28,7 @@ function toInstallation(row: InstallationRow): InstallationRecord {
     deviceToken: row.deviceToken,
     voipToken: row.voipToken,
     watchVoipToken: row.watchVoipToken,
+    locationPushToken: row.locationPushToken,
     environment: row.environment,
     deviceSecretHash: row.deviceSecretHash,
     active: row.active,
@@ -115,6 +116,7 @@ export function installationData(record: InstallationRecord) {
     deviceToken: record.deviceToken,
     voipToken: record.voipToken,
     watchVoipToken: record.watchVoipToken,
+    locationPushToken: record.locationPushToken,
     environment: record.environment,
     deviceSecretHash: record.deviceSecretHash,
     active: record.active,
@@ -165,13 +167,14 @@ export class PrismaStore implements RelayStore {
     if (patch.deviceToken !== undefined) data.deviceToken = patch.deviceToken;
     if (patch.voipToken !== undefined) data.voipToken = patch.voipToken;
     if (patch.watchVoipToken !== undefined) data.watchVoipToken = patch.watchVoipToken;
+    if (patch.locationPushToken !== undefined) data.locationPushToken = patch.locationPushToken;
     if (patch.preferences !== undefined) data.preferences = JSON.stringify(patch.preferences);
     if (patch.active !== undefined) data.active = patch.active;
     if (patch.updatedAt !== undefined) data.updatedAt = new Date(patch.updatedAt);
     await this.db.installation.update({ where: { id }, data });
   }
 
-  async clearTokenIfUnchanged(id: string, field: 'voipToken' | 'watchVoipToken', expected: string): Promise<void> {
+  async clearTokenIfUnchanged(id: string, field: SecondaryTokenField, expected: string): Promise<void> {
     await this.db.installation.updateMany({ where: { id, [field]: expected }, data: { [field]: null } });
   }
 

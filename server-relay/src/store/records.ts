@@ -7,6 +7,8 @@ export interface InstallationRecord {
   deviceToken: string;
   voipToken: string | null;
   watchVoipToken: string | null;
+  /** The Location Push Service Extension's own APNs token; location pushes go here, never to deviceToken. */
+  locationPushToken: string | null;
   environment: string;
   deviceSecretHash: string;
   active: boolean;

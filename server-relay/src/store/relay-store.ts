@@ -2,8 +2,14 @@ import type { DecisionRecord } from '../domain/decisions.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
 
 export type InstallationPatch = Partial<
-  Pick<InstallationRecord, 'deviceToken' | 'voipToken' | 'watchVoipToken' | 'preferences' | 'active' | 'updatedAt'>
+  Pick<
+    InstallationRecord,
+    'deviceToken' | 'voipToken' | 'watchVoipToken' | 'locationPushToken' | 'preferences' | 'active' | 'updatedAt'
+  >
 >;
+
+/** The optional tokens APNs may call gone one at a time, without the installation's alert token. */
+export type SecondaryTokenField = 'voipToken' | 'watchVoipToken' | 'locationPushToken';
 
 /**
  * The relay's persistent state. Every method that resolves has made its write durable (the API
@@ -21,8 +27,8 @@ export interface RelayStore {
   insertInstallationIfAdmitted(record: InstallationRecord, admit: (count: number) => void): Promise<void>;
   findInstallation(id: string): Promise<InstallationRecord | null>;
   updateInstallation(id: string, patch: InstallationPatch): Promise<void>;
-  /** Clears a PushKit token only if it is still the one APNs refused (the phone may have sent a new one). */
-  clearTokenIfUnchanged(id: string, field: 'voipToken' | 'watchVoipToken', expected: string): Promise<void>;
+  /** Clears a secondary token only if it is still the one APNs refused (the phone may have sent a new one). */
+  clearTokenIfUnchanged(id: string, field: SecondaryTokenField, expected: string): Promise<void>;
 
   listGateways(installationId: string): Promise<GatewayRecord[]>;
   findGateway(installationId: string, gatewayId: string): Promise<GatewayRecord | null>;

@@ -2,8 +2,9 @@
  * The push types phone.changes and location.request add, on the HTTP/2 wire: a real relay process
  * (src/main.ts, configured only by its environment) sends through its HTTP/2 APNs client to the
  * local APNs simulator, which checks the provider token and every apns-* header as Apple does and
- * only allows this relay's topics. Also: APNs' 410 Unregistered on the new types deactivates the
- * installation, a refusal that is not about the token does not.
+ * only allows this relay's topics. Also: APNs' 410 Unregistered on a phone.changes push deactivates
+ * the installation; on a location push it forgets only the location push token; a refusal that is
+ * not about the token does neither.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApnsSimulator, type SimulatedRequest } from '../../src/apns/simulator.js';
 import {
+  deviceToken,
   eventId,
   pairHost,
   registerPhone,
@@ -62,13 +64,24 @@ function writeTemp(name: string, text: string): string {
   return path;
 }
 
+/** A phone with a location push token of its own (`locationToken`), paired with one host. */
 async function pair() {
-  const phone = await registerPhone(relay);
-  return { phone, host: await pairHost(relay, phone) };
+  const locationToken = deviceToken();
+  const phone = await registerPhone(relay, { location_push_token: locationToken });
+  return { phone, host: await pairHost(relay, phone), locationToken };
 }
 
 function post(auth: string, body: EventBody) {
   return relay.client.POST('/v1/events', { headers: { authorization: auth }, body });
+}
+
+/** A location.request from this host, through the untyped client so 409 and 502 bodies are readable. */
+function locate(auth: string) {
+  const id = eventId('locate');
+  return relay.call('POST', '/v1/events', {
+    auth,
+    body: { type: 'location.request', event_id: id, e2e: envelope(id) },
+  });
 }
 
 const envelope = (id: string) => sealedEnvelope(id, { tok: '0011223344556677', z: 1, ct: 'D'.repeat(80) });
@@ -85,16 +98,19 @@ function only(requests: SimulatedRequest[]): SimulatedRequest {
   return requests[0] as SimulatedRequest;
 }
 
-/** Posts one event from a freshly paired host; APNs took exactly one push, for the phone's token. */
+/**
+ * Posts one event from a freshly paired host; APNs took exactly one push, for the phone's device
+ * token (location pushes: for its location push token).
+ */
 async function deliveredOnce(make: (id: string) => EventBody) {
-  const { phone, host } = await pair();
+  const { phone, host, locationToken } = await pair();
   const sentAt = Math.floor(Date.now() / 1000);
   const body = make(eventId());
   const reply = await post(host.auth, body);
   expect(reply.data).toEqual({ accepted: true, delivered: true });
   const request = only(simulator.requests);
   expect(request.answer).toBe(200);
-  expect(request.deviceToken).toBe(phone.token);
+  expect(request.deviceToken).toBe(body.type === 'location.request' ? locationToken : phone.token);
   return { host, request, sentAt, body };
 }
 
@@ -159,7 +175,6 @@ describe('APNs refusals on the new push types', () => {
       (id: string) => ({ type: 'phone.changes' as const, event_id: id, mode: 'background' as const }),
     ],
     ['phone.changes alert', (id: string) => ({ type: 'phone.changes' as const, event_id: id, mode: 'alert' as const })],
-    ['location.request', (id: string) => ({ type: 'location.request' as const, event_id: id, e2e: envelope(id) })],
   ])('410 Unregistered on %s answers 502 apns_rejected and deactivates the installation', async (_name, body) => {
     const { phone, host } = await pair();
     simulator.answerFor(phone.token, { status: 410, reason: 'Unregistered' });
@@ -187,16 +202,48 @@ describe('APNs refusals on the new push types', () => {
     expect((await relay.call('GET', '/v1/meta', { auth: phone.auth })).status).toBe(200);
   });
 
-  it('DeviceTokenNotForTopic on a location push is 502 apns_rejected and leaves the installation active', async () => {
-    const { phone, host } = await pair();
-    simulator.answerFor(phone.token, { status: 400, reason: 'DeviceTokenNotForTopic' });
-    const id = eventId('locate');
-    const reply = await relay.call('POST', '/v1/events', {
-      auth: host.auth,
-      body: { type: 'location.request', event_id: id, e2e: envelope(id) },
-    });
+  it('DeviceTokenNotForTopic on a location push is 502 apns_rejected and keeps the installation and its token', async () => {
+    const { phone, host, locationToken } = await pair();
+    simulator.answerFor(locationToken, { status: 400, reason: 'DeviceTokenNotForTopic' });
+    const reply = await locate(host.auth);
     expect(reply.status).toBe(502);
     expect(reply.json).toEqual({ error: 'apns_rejected', reason: 'DeviceTokenNotForTopic', status: 400 });
     expect((await relay.call('GET', '/v1/meta', { auth: phone.auth })).status).toBe(200);
+    // Not a gone token: the next location push still goes to it.
+    simulator.answerFor(locationToken, { status: 200 });
+    expect((await locate(host.auth)).status).toBe(202);
+    expect(simulator.requests.map((request) => request.deviceToken)).toEqual([locationToken, locationToken]);
   });
+
+  it.each([
+    [410, 'Unregistered'],
+    [400, 'BadDeviceToken'],
+  ])(
+    '%i %s on a location push forgets only the location push token: alerts still reach the device token',
+    async (status, reason) => {
+      const { phone, host, locationToken } = await pair();
+      simulator.answerFor(locationToken, { status, reason });
+      const reply = await locate(host.auth);
+      expect(reply.status).toBe(502);
+      expect(reply.json).toEqual({ error: 'apns_rejected', reason, status });
+      expect(only(simulator.requests).deviceToken).toBe(locationToken);
+      // The installation stays: its credential works and the device token still takes alerts.
+      expect((await relay.call('GET', '/v1/meta', { auth: phone.auth })).status).toBe(200);
+      const alert = await post(host.auth, { type: 'phone.changes', event_id: eventId('after'), mode: 'background' });
+      expect(alert.data).toEqual({ accepted: true, delivered: true });
+      // The forgotten token is never pushed again; the relay says so until the phone sends a new one.
+      const next = await locate(host.auth);
+      expect(next.status).toBe(409);
+      expect(next.json).toEqual({ error: 'location_push_unavailable' });
+      expect(simulator.requests.map((request) => request.deviceToken)).toEqual([locationToken, phone.token]);
+      const fresh = deviceToken();
+      const update = await relay.call('PUT', `/v1/installations/${phone.id}`, {
+        auth: phone.auth,
+        body: { location_push_token: fresh },
+      });
+      expect(update.status).toBe(200);
+      expect((await locate(host.auth)).status).toBe(202);
+      expect(simulator.requests.at(-1)?.deviceToken).toBe(fresh);
+    },
+  );
 });

@@ -100,7 +100,12 @@ export const deviceToken = (seed: number): string => seed.toString(16).padStart(
 /** Registers a phone and returns its credential pieces. */
 export async function register(
   relay: Relay,
-  extra: { voip_token?: string; watch_voip_token?: string; preferences?: Record<string, boolean> } = {},
+  extra: {
+    voip_token?: string;
+    watch_voip_token?: string;
+    location_push_token?: string;
+    preferences?: Record<string, boolean>;
+  } = {},
   seed = Math.floor(Math.random() * 200) + 16,
 ) {
   const { data, response } = await relay.client.POST('/v1/installations', {
