@@ -287,6 +287,29 @@ describe('location.request without a location push token', () => {
     expect(delivered.map((push) => push.deviceToken)).toEqual([locationToken]);
   });
 
+  it('spends none of the global event budget (RELAY_EVENTS_PER_MINUTE=2)', async () => {
+    const tight = await startRelay({ ...ROOMY_BUDGETS, RELAY_EVENTS_PER_MINUTE: '2' });
+    try {
+      const phone = await registerPhone(tight);
+      const host = await pairHost(tight, phone);
+      const send = (body: Record<string, unknown>) => tight.call('POST', '/v1/events', { auth: host.auth, body });
+      for (let i = 0; i < 4; i += 1) {
+        const id = eventId('locate');
+        const refused = await send({ type: 'location.request', event_id: id, e2e: envelope(id) });
+        expect(refused.json).toEqual({ error: 'location_push_unavailable' });
+      }
+      for (let i = 0; i < 2; i += 1) {
+        expect((await send({ type: 'response.ready', event_id: eventId() })).status).toBe(202);
+      }
+      // The budget really is two a minute: the third counted event is refused.
+      const third = await send({ type: 'response.ready', event_id: eventId() });
+      expect(third.status).toBe(429);
+      expect(third.json).toEqual({ error: 'rate_limited' });
+    } finally {
+      await tight.stop();
+    }
+  }, 60_000);
+
   it('old apps are unaffected: alerts and background nudges still go to the device token', async () => {
     const { phone, host } = await pairWithoutLocationToken();
     const pushes = await pushesDuring(async () => {
