@@ -5,7 +5,8 @@
  *    20 ms, i.e. 24 kHz PCM16 mono). Each message carries its send time; the receiver records the
  *    one-way latency. The same load sent straight from sender to receiver over loopback WebSockets
  *    (no relay) is the baseline; "added" is the difference. Relay CPU comes from /proc/<pid>/stat.
- * 2. Watch calls: round trips through the relay with a host that answers each call at once.
+ * 2. Watch calls: round trips through the relay with a host that answers each call at once, one Watch at
+ *    a time and ten at once; the same exchanges against a bare hold-open server are the baseline.
  *
  * Figures are printed; nothing is asserted (benchmarks are not tests).
  */
@@ -338,6 +339,81 @@ async function oneGrant(
   await host;
 }
 
+/**
+ * The baseline for Watch calls: the same three exchanges (held call, host long-poll, result) against
+ * a bare node:http server in its own process, with no auth, validation, limits or store. "Added by
+ * the relay" is the relay's round trip minus this one.
+ */
+const BARE_HOLD_OPEN_SERVER = `
+const http = require('node:http');
+let poll = null; const queued = []; const held = new Map();
+http.createServer((req, res) => {
+  let body = '';
+  req.on('data', (c) => (body += c));
+  req.on('end', () => {
+    res.setHeader('content-type', 'application/json');
+    if (req.url === '/call') {
+      const call = JSON.parse(body);
+      held.set(call.rid, res);
+      if (poll) { const p = poll; poll = null; clearTimeout(p.timer); p.res.end(JSON.stringify({ calls: [call] })); }
+      else queued.push(call);
+    } else if (req.url === '/poll') {
+      if (queued.length) res.end(JSON.stringify({ calls: queued.splice(0) }));
+      else poll = { res, timer: setTimeout(() => { poll = null; res.end('{"calls":[]}'); }, 1000) };
+    } else {
+      const waiting = held.get(req.url.slice('/result/'.length));
+      held.delete(req.url.slice('/result/'.length));
+      waiting?.end(body);
+      res.end('{"status":"delivered"}');
+    }
+  });
+}).listen(0, '127.0.0.1', function () { process.stdout.write(this.address().port + '\\n'); });
+`;
+
+async function watchCallsDirect(): Promise<ReturnType<typeof summary>> {
+  const child = spawn(process.execPath, ['-e', BARE_HOLD_OPEN_SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise<string>((done) =>
+      child.stdout!.once('data', (d: Buffer) => done(d.toString().trim())),
+    );
+    const base = `http://127.0.0.1:${port}`;
+    const post = (path: string, body: unknown) =>
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    let running = true;
+    const host = (async () => {
+      while (running) {
+        const { calls } = (await (await fetch(`${base}/poll`)).json()) as {
+          calls: { rid: string; n: string; ct: string }[];
+        };
+        await Promise.all(
+          calls.map((call) => post(`/result/${call.rid}`, { n: call.n, ct: call.ct }).then((r) => r.text())),
+        );
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 100));
+    const roundTrips: number[] = [];
+    for (let c = 0; c < CALL_GRANTS * CALLS_PER_GRANT; c += 1) {
+      const started = performance.now();
+      const response = await post('/call', {
+        rid: randomBytes(16).toString('base64url'),
+        n: randomBytes(12).toString('base64url'),
+        ct: randomBytes(200).toString('base64url'),
+      });
+      await response.text();
+      roundTrips.push(performance.now() - started);
+    }
+    running = false;
+    await host;
+    return summary(roundTrips);
+  } finally {
+    child.kill();
+  }
+}
+
 async function main(): Promise<void> {
   console.log(
     `bench:relay-watch — ${BRIDGES} bridges × 48 KB/s each way for ${SECONDS} s; Node ${process.version}; load average ${loadavg()
@@ -369,12 +445,19 @@ async function main(): Promise<void> {
     console.log(`  relay CPU:                    ${bridged.cpuPercent.toFixed(1)} % of one core`);
 
     console.log('\nWatch calls (host answers at once)');
-    for (const concurrency of [1, CALL_GRANTS]) {
-      const calls = await watchCalls(relay, gateways, concurrency);
+    const bare = await watchCallsDirect();
+    const single = await watchCalls(relay, gateways, 1);
+    const many = await watchCalls(relay, gateways, CALL_GRANTS);
+    const line = (label: string, calls: ReturnType<typeof summary>) =>
       console.log(
-        `  ${String(concurrency).padStart(2)} Watch(es) at once, round trip: p50 ${fmt(calls.p50)}  p99 ${fmt(calls.p99)}  max ${fmt(calls.max)}  (${calls.n} calls)`,
+        `  ${label.padEnd(30)} p50 ${fmt(calls.p50)}  p99 ${fmt(calls.p99)}  max ${fmt(calls.max)}  (${calls.n} calls)`,
       );
-    }
+    line('one Watch, via relay:', single);
+    line('one Watch, bare server:', bare);
+    console.log(
+      `  ${'added by the relay:'.padEnd(30)} p50 ${fmt(single.p50 - bare.p50)}  p99 ${fmt(single.p99 - bare.p99)}`,
+    );
+    line(`${CALL_GRANTS} Watches at once, via relay:`, many);
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
