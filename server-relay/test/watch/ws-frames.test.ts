@@ -34,6 +34,25 @@ describe('FrameReader', () => {
     events.slice(0, 5).forEach((e, i) => expect(e.kind === 'binary' && e.payload.equals(payloads[i]!)).toBe(true));
   });
 
+  it('unmasks every length exactly, whatever the chunking (payloads are views of the chunks)', () => {
+    for (let round = 0; round < 50; round += 1) {
+      const payloads = Array.from({ length: 20 }, (_v, i) => randomBytes((round * 7 + i * 13) % 300));
+      const stream = Buffer.concat(payloads.map((p) => masked(0x2, p)));
+      const reader = new FrameReader();
+      const got: Buffer[] = [];
+      for (let at = 0; at < stream.length;) {
+        const size = 1 + Math.floor(Math.random() * 700);
+        // A fresh copy per chunk, as the socket delivers them.
+        for (const e of reader.push(Buffer.from(stream.subarray(at, at + size)))) {
+          if (e.kind === 'binary') got.push(Buffer.from(e.payload));
+        }
+        at += size;
+      }
+      expect(got).toHaveLength(payloads.length);
+      got.forEach((payload, i) => expect(payload.equals(payloads[i]!)).toBe(true));
+    }
+  });
+
   it('refuses an oversized message from its header, before the payload arrives', () => {
     const header = masked(0x2, Buffer.alloc(65_537)).subarray(0, 14);
     expect(new FrameReader().push(header)).toEqual([{ kind: 'violation', code: 1009 }]);
