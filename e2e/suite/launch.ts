@@ -3,7 +3,6 @@
  * one-command start (start.ts) and by every e2e test, so both run the servers the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -16,19 +15,6 @@ export interface Launched {
   /** Everything the child printed, for failure messages. */
   output: () => string;
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 export async function launch(options: {

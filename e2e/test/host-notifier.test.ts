@@ -21,7 +21,8 @@ import { createRelayClient } from '@conduit/generated/relay/client';
 import { sealAnswer } from '@conduit/server-dashboard/crypto/e2e-answer';
 import { openNotification } from '@conduit/server-dashboard/crypto/e2e-device';
 import { deriveE2eKeys } from '@conduit/server-dashboard/crypto/e2e-keys';
-import { freePort, launch, REPO_ROOT, type Launched } from '../suite/launch.js';
+import { freePort } from '@conduit/contracts/testing';
+import { launch, REPO_ROOT, type Launched } from '../suite/launch.js';
 
 const TOPIC = 'dev.conduit.e2e';
 const DEVICE_TOKEN = 'ab'.repeat(32);

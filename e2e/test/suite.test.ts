@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboardClient } from '@conduit/generated/dashboard/client';
 import { createRelayClient } from '@conduit/generated/relay/client';
 import { createVoiceClient } from '@conduit/generated/voice/client';
-import { freePort } from '../suite/launch.js';
+import { freePort } from '@conduit/contracts/testing';
 import { startSuite, type Suite } from '../suite/suite.js';
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'conduit-suite-'));

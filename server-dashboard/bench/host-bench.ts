@@ -14,7 +14,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +33,7 @@ import { eventId } from '../src/notifier/event-id.js';
 import { VOICE_LIVE_PREFIX } from '../src/notifier/voice-note.js';
 import { buildEvent } from '../src/notifier/events.js';
 import { runPush, defaultPushDeps } from '../src/pairing/cli.js';
+import { freePort } from '@conduit/contracts/testing';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PROFILES = Number(process.env.BENCH_PROFILES ?? 8);
@@ -47,15 +48,6 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 }
 const ms = (v: number) => `${v.toFixed(2)} ms`;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (server.address() as AddressInfo).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function startRelay(dataDir: string): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();

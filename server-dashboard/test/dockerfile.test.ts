@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '@conduit/contracts/testing';
 
 /**
  * No Docker engine runs here, so this test follows the Dockerfile step by step in a clean folder:
@@ -66,15 +66,6 @@ function installStandIn(app: string): void {
   ]) {
     symlinkSync(path.join(app, dir!), path.join(modules, '@conduit', pkg!));
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (server.address() as AddressInfo).port;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 describe('server-dashboard/Dockerfile', () => {

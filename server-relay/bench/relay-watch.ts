@@ -13,12 +13,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket, { WebSocketServer } from 'ws';
 import { createRelayClient } from '@conduit/generated/relay/client';
+import { freePort } from '@conduit/contracts/testing';
 
 const BRIDGES = Number(process.env.BENCH_BRIDGES ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -30,15 +30,6 @@ const TOPIC = 'com.example.conduit';
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 const dir = mkdtempSync(join(tmpdir(), 'bench-relay-watch-'));
-
-function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => done(port));
-    });
-  });
-}
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;

@@ -12,7 +12,8 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, RELAY_DIR } from './support/relay-process.js';
+import { freePort } from '@conduit/contracts/testing';
+import { RELAY_DIR } from './support/relay-process.js';
 
 const REPO = path.resolve(RELAY_DIR, '..');
 const dockerfile = readFileSync(path.join(RELAY_DIR, 'Dockerfile'), 'utf8');

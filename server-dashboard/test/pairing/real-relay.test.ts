@@ -6,7 +6,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +18,7 @@ import { deriveE2eKeys } from '../../src/crypto/e2e-keys.js';
 import { runPush, type PushCliDeps } from '../../src/pairing/cli.js';
 import { provisionE2eKey } from '../../src/pairing/e2e-provisioning.js';
 import { createRelayApi } from '../../src/pairing/relay-api.js';
+import { freePort } from '@conduit/contracts/testing';
 
 const REPO = resolve(new URL('.', import.meta.url).pathname, '../../..');
 const TOPIC = 'dev.conduit.test';
@@ -28,17 +28,6 @@ let dataDir: string;
 let home: string;
 let output = '';
 const capturePath = () => join(dataDir, 'capture.jsonl');
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = net.createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? done(address.port) : fail(new Error('no port'))));
-    });
-  });
-}
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'conduit-real-relay-'));

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +10,7 @@ import { ApnsSimulator } from '../../src/apns/simulator.js';
 import { providerKeyPair } from '../apns/keys.js';
 import { audioMessage, open, RawClient, refused } from './ws-clients.js';
 import { b64, sealedCall, watchKey } from './harness.js';
+import { freePort } from '@conduit/contracts/testing';
 
 /**
  * The Watch features through a real relay process (src/main.ts, configured only by its
@@ -29,15 +29,6 @@ let port: number;
 let relay: ReturnType<typeof createRelayClient>;
 let device: { authorization: string; installationId: string };
 let gateway: { authorization: string };
-
-function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port: p } = probe.address() as { port: number };
-      probe.close(() => done(p));
-    });
-  });
-}
 
 beforeAll(async () => {
   simulator = await ApnsSimulator.start({ publicKey: key.publicPem, keyId: 'KEYID12345', teamId: 'TEAMID6789' });
