@@ -4,7 +4,7 @@ import { REPO_ROOT } from './launch.js';
 import { startSuite } from './suite.js';
 
 const dataDir = path.resolve(process.env.CONDUIT_DATA_DIR ?? path.join(REPO_ROOT, 'data'));
-const suite = await startSuite(dataDir);
+const suite = await startSuite(dataDir, undefined, process.env.HERMES_HOME || undefined);
 console.log(`Conduit suite is running (state in ${dataDir}):
   relay          ${suite.relay.url}          (GET /healthz)
   host service   ${suite.host.url}          (GET /api/plugins/conduit_push/capabilities)

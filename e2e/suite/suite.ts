@@ -33,7 +33,15 @@ function localSecret(dataDir: string, name: string): string {
   return secret;
 }
 
-export async function startSuite(dataDir: string, ports: SuitePorts = DEFAULT_PORTS): Promise<Suite> {
+/**
+ * `hermesHome`: the Hermes home the host service serves (default: `<dataDir>/hermes`). Only the
+ * one-command start passes the user's HERMES_HOME; tests never do, so they cannot write into a real one.
+ */
+export async function startSuite(
+  dataDir: string,
+  ports: SuitePorts = DEFAULT_PORTS,
+  hermesHome: string = path.join(dataDir, 'hermes'),
+): Promise<Suite> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const voiceApiKey = localSecret(dataDir, 'voice-api-key');
   const started: Launched[] = [];
@@ -59,11 +67,10 @@ export async function startSuite(dataDir: string, ports: SuitePorts = DEFAULT_PO
       name: 'host',
       entry: 'server-dashboard/src/main.ts',
       port: ports.host,
-      // The host's Hermes home (credentials, settings, spool) stays under the data folder like the rest.
       env: {
         CONDUIT_HOST_BIND: '127.0.0.1',
         CONDUIT_HOST_PORT: String(ports.host),
-        HERMES_HOME: process.env.HERMES_HOME ?? path.join(dataDir, 'hermes'),
+        HERMES_HOME: hermesHome,
       },
       readyPath: '/api/plugins/conduit_push/capabilities',
     });
