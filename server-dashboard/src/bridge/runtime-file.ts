@@ -1,5 +1,6 @@
-import { chmod, mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import { writeFileAtomic } from '../credentials/atomic-write.js';
 import { HOOK_PATH, HOOK_TOKEN_HEADER } from '../routes/hooks.js';
 
 /**
@@ -34,18 +35,10 @@ export function curlConfig(info: RuntimeInfo): string {
   ].join('\n');
 }
 
-async function writePrivate(file: string, text: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, text, { mode: 0o600 });
-  await chmod(tmp, 0o600);
-  await rename(tmp, file);
-}
-
 export async function writeRuntimeFile(stateDir: string, info: RuntimeInfo): Promise<string> {
-  await mkdir(stateDir, { recursive: true, mode: 0o700 });
-  await writePrivate(path.join(stateDir, RUNTIME_CURL_FILE), curlConfig(info));
+  await writeFileAtomic(path.join(stateDir, RUNTIME_CURL_FILE), curlConfig(info));
   const file = path.join(stateDir, RUNTIME_FILE);
-  await writePrivate(file, JSON.stringify(info) + '\n');
+  await writeFileAtomic(file, JSON.stringify(info) + '\n');
   return file;
 }
 

@@ -1,9 +1,10 @@
 import { existsSync, statSync } from 'node:fs';
-import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { isMap, isSeq, parseDocument, YAMLMap, YAMLSeq, type Document } from 'yaml';
 import { z } from 'zod';
+import { writeFileAtomic } from '../credentials/atomic-write.js';
 import { MCP_PATH, MCP_SERVER_NAME } from '../mcp/mcp-endpoint.js';
 import { readOrCreateMcpToken } from '../mcp/mcp-token.js';
 import { BRIDGE_SCRIPT_NAMES, chooseHookRunner, type HookRunner } from './bridge-script.js';
@@ -134,14 +135,6 @@ const allowlistSchema = z.looseObject({
   approvals: z.array(z.looseObject({ event: z.string(), command: z.string() })).default([]),
 });
 
-async function writePrivate(file: string, text: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, text, { mode: 0o600 });
-  await chmod(tmp, 0o600);
-  await rename(tmp, file);
-}
-
 /**
  * A file's mtime as Hermes records it in `script_mtime_at_approval` (agent/shell_hooks.py: Python's
  * `datetime.fromtimestamp(getmtime(path), tz=utc).isoformat()` with `+00:00` as `Z`), so `hermes hooks
@@ -184,7 +177,7 @@ export async function applyConsent(options: SetupOptions): Promise<void> {
       });
     }
   }
-  await writePrivate(file, JSON.stringify({ ...current, approvals }, null, 2) + '\n');
+  await writeFileAtomic(file, JSON.stringify({ ...current, approvals }, null, 2) + '\n');
 }
 
 export async function setupHermes(options: SetupOptions): Promise<{ configFile: string; changed: boolean }> {
@@ -197,7 +190,7 @@ export async function setupHermes(options: SetupOptions): Promise<{ configFile: 
   applyHooks(doc, options);
   applyMcp(doc, options);
   const changed = doc.toString() !== before;
-  if (changed) await writePrivate(configFile, doc.toString());
+  if (changed) await writeFileAtomic(configFile, doc.toString());
   await applyConsent(options);
   return { configFile, changed };
 }

@@ -1,5 +1,3 @@
-import { z } from 'zod';
-
 export type ApprovalAnswerResult = 'accepted' | 'run_not_found' | 'refused' | 'unreachable';
 
 /**
@@ -10,8 +8,6 @@ export type ApprovalAnswerResult = 'accepted' | 'run_not_found' | 'refused' | 'u
 export interface HermesApi {
   answerApproval(runId: string, choice: string, requestId: string | undefined): Promise<ApprovalAnswerResult>;
 }
-
-const errorBody = z.looseObject({ error: z.unknown().optional() });
 
 export function hermesApiClient(options: {
   url: string;
@@ -38,18 +34,7 @@ export function hermesApiClient(options: {
         });
         const text = await response.text();
         if (response.ok) return 'accepted';
-        if (response.status === 404) {
-          let parsed: unknown = null;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            parsed = null;
-          }
-          const error = errorBody.safeParse(parsed);
-          return error.success && JSON.stringify(error.data.error ?? '').includes('run_not_found')
-            ? 'run_not_found'
-            : 'refused';
-        }
+        if (response.status === 404) return text.includes('run_not_found') ? 'run_not_found' : 'refused';
         return 'refused';
       } catch {
         return 'unreachable';

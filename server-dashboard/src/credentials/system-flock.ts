@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { open } from 'node:fs/promises';
 import { LockTimeoutError } from './file-lock.js';
 
@@ -9,15 +9,20 @@ import { LockTimeoutError } from './file-lock.js';
  * lock means the Python plugin and this service can write one profile's file without losing updates.
  * Where no `flock` binary exists (macOS without util-linux) this layer is skipped.
  */
-let available: boolean | undefined;
+let available: Promise<boolean> | undefined;
 
-export function systemFlockAvailable(): boolean {
-  available ??= spawnSync('flock', ['--version'], { stdio: 'ignore' }).status === 0;
+/** Probes for the `flock` binary once, without blocking the event loop; later calls share the answer. */
+export function systemFlockAvailable(): Promise<boolean> {
+  available ??= new Promise<boolean>((resolve) => {
+    const probe = spawn('flock', ['--version'], { stdio: 'ignore' });
+    probe.once('error', () => resolve(false));
+    probe.once('exit', (code) => resolve(code === 0));
+  });
   return available;
 }
 
 export async function withSystemFlock<T>(lockPath: string, critical: () => Promise<T>, timeoutMs: number): Promise<T> {
-  if (!systemFlockAvailable()) return critical();
+  if (!(await systemFlockAvailable())) return critical();
   // Create it ourselves so it is 0600 rather than whatever flock(1) and the umask would make.
   await (await open(lockPath, 'a', 0o600)).close();
   const seconds = Math.max(0.001, timeoutMs / 1000).toFixed(3);

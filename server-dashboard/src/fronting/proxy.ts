@@ -64,10 +64,6 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, upstream: U
   req.pipe(upstreamReq);
 }
 
-/**
- * Forwards a WebSocket (or any Upgrade) handshake to the dashboard; after its 101 the two sockets
- * are joined byte for byte, so frames, close codes and subprotocols pass unchanged.
- */
 /** A read-only view of a proxied socket's bytes: what the client sends, what the server sends, its end. */
 export interface SocketTap {
   fromClient?(chunk: Buffer): void;
@@ -75,6 +71,10 @@ export interface SocketTap {
   closed?(): void;
 }
 
+/**
+ * Forwards a WebSocket (or any Upgrade) handshake to the dashboard; after its 101 the two sockets
+ * are joined byte for byte, so frames, close codes and subprotocols pass unchanged.
+ */
 export function proxyUpgrade(
   req: IncomingMessage,
   socket: Duplex,

@@ -1,5 +1,5 @@
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { writeFileAtomic } from '../credentials/atomic-write.js';
 import type { Logger } from '../log.js';
 import { DESKTOP_SELECTED_FILE } from './desktop-watch.js';
 
@@ -65,11 +65,8 @@ export class DesktopSelectionPublisher {
   private async write(home: string): Promise<void> {
     // Read at write time, so a queued write always carries the newest selection.
     const sessions = [...new Set([...this.bySocket.values()].filter((s) => s.home === home).map((s) => s.storedId))];
-    const file = path.join(home, DESKTOP_SELECTED_FILE);
-    const temp = `${file}.${process.pid}.tmp`;
     try {
-      await fs.writeFile(temp, JSON.stringify({ version: 1, sessions }) + '\n', { mode: 0o600 });
-      await fs.rename(temp, file);
+      await writeFileAtomic(path.join(home, DESKTOP_SELECTED_FILE), JSON.stringify({ version: 1, sessions }) + '\n');
     } catch (error) {
       this.log.warn('desktop selection not published', { error: error instanceof Error ? error.name : 'error' });
     }

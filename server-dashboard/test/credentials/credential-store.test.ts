@@ -64,7 +64,7 @@ describe('conduit-push.json', () => {
     const read = await readCredentials(home);
     expect(isPaired(read)).toBe(true);
     expect(read && relayUrlOf(read)).toBe('https://relay.example');
-    // No temp file or lock file is left behind.
+    // No temp file is left behind; only the reference plugin's flock file stays beside the credentials.
     expect((await readdir(home)).sort()).toEqual(['.conduit-push.json.lock', 'conduit-push.json']);
     // The reference plugin's flock file, when we create it, is private too.
     expect((await stat(join(home, '.conduit-push.json.lock'))).mode & 0o777).toBe(0o600);

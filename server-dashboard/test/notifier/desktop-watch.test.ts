@@ -32,6 +32,7 @@ describe('the Desktop selection file', () => {
   });
 
   it('is trusted for 45 seconds after its last write, so a stopped publisher quiets nothing', async () => {
+    expect(SELECTION_TRUST_MS).toBe(45_000);
     const now = publish(JSON.stringify({ version: 1, sessions: ['a'] }), SELECTION_TRUST_MS + 5_000);
     expect(await readDesktopSelection(home, now)).toBeNull();
     expect(await readDesktopSelection(home, now - 10_000)).toEqual(new Set(['a']));

@@ -226,8 +226,13 @@ describe('GET/POST /api/plugins/conduit_push/e2e', () => {
     const empty = await fetch(`${baseUrl}/api/plugins/conduit_push/e2e`, { method: 'POST' });
     expect(empty.status).toBe(400);
     expect(await empty.json()).toEqual({ detail: 'installation_id and gateway_id are required' });
-    const text = await rawPost('/api/plugins/conduit_push/e2e', JSON.stringify({ installation_id: 'i' }), 'text/plain');
-    expect(text).toMatchObject({ status: 400, body: { detail: 'installation_id and gateway_id are required' } });
+    // Only a parsed body gets past the ids to the kid check.
+    const text = await rawPost(
+      '/api/plugins/conduit_push/e2e',
+      JSON.stringify({ installation_id: 'i', gateway_id: 'g' }),
+      'text/plain',
+    );
+    expect(text).toMatchObject({ status: 400, body: { detail: 'kid must be 32 lowercase hex characters' } });
     const array = await rawPost('/api/plugins/conduit_push/pair', '[1]');
     expect(array).toMatchObject({ status: 400 });
   });
