@@ -1,5 +1,5 @@
 import type { ApnsNotification } from '../apns/types.js';
-import { modeOf, scopedRouting, type GatewayScope } from './alert-payload.js';
+import { modeOf, scopedRouting, sealedRouting, type GatewayScope } from './alert-payload.js';
 import type { RelayEvent } from './events.js';
 
 /**
@@ -20,9 +20,9 @@ export function backgroundChangesPush(
   scope: GatewayScope,
   options: { nowMs: number },
 ): ApnsNotification {
-  const conduit: Record<string, unknown> = { type: event.type, ...modeOf(event) };
-  if (event.e2e) conduit.e2e = 1;
-  Object.assign(conduit, scopedRouting(scope));
+  const conduit = event.e2e
+    ? sealedRouting(event, scope)
+    : { type: event.type, ...modeOf(event), ...scopedRouting(scope) };
   const payload: Record<string, unknown> = { aps: { 'content-available': 1 }, conduit };
   if (event.e2e) payload.conduit_e2e = event.e2e;
   return {

@@ -143,10 +143,6 @@ export class CachedStore implements RelayStore {
     }
   }
 
-  recordGatewayActivity(installationId: string, gatewayId: string, activity: GatewayActivity): Promise<void> {
-    return this.recordGatewayActivities([{ installationId, gatewayId, activity }]);
-  }
-
   async recordGatewayActivities(
     entries: { installationId: string; gatewayId: string; activity: GatewayActivity }[],
   ): Promise<void> {

@@ -198,10 +198,6 @@ export class PrismaStore implements RelayStore {
     await this.db.gateway.deleteMany({ where: { installationId, id: gatewayId } });
   }
 
-  async recordGatewayActivity(installationId: string, gatewayId: string, activity: GatewayActivity): Promise<void> {
-    await this.recordGatewayActivities([{ installationId, gatewayId, activity }]);
-  }
-
   async recordGatewayActivities(
     entries: { installationId: string; gatewayId: string; activity: GatewayActivity }[],
   ): Promise<void> {

@@ -34,7 +34,6 @@ export interface RelayStore {
   findGateway(installationId: string, gatewayId: string): Promise<GatewayRecord | null>;
   countGateways(installationId: string): Promise<number>;
   deleteGateway(installationId: string, gatewayId: string): Promise<void>;
-  recordGatewayActivity(installationId: string, gatewayId: string, activity: GatewayActivity): Promise<void>;
   /**
    * Many gateways' activity (the deferred flush): in bulk statements, not one per gateway, yielding
    * to the event loop between them so a large flush never stalls requests.

@@ -44,10 +44,6 @@ export class AudioBridges {
     return total < this.limits.maxBridges && own < this.limits.maxBridgesPerGateway;
   }
 
-  hasHost(grant: Grant): boolean {
-    return this.bridges.get(grant.id)?.host !== undefined;
-  }
-
   /** Attaches the host; an earlier host socket is closed 4000 and a connected Watch 4503 (its peer changed). */
   attachHost(grant: Grant, socket: Duplex, head: Buffer): BridgeSocket {
     const bridge = this.bridgeOf(grant);
@@ -119,12 +115,6 @@ export class AudioBridges {
       bridge.watch?.close(CloseCode.goingAway);
       bridge.host?.close(CloseCode.goingAway);
     }
-  }
-
-  get activeBridges(): number {
-    let count = 0;
-    for (const bridge of this.bridges.values()) if (bridge.host) count += 1;
-    return count;
   }
 
   /**

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sealedEnvelope } from '../support/sealed-event.js';
 import {
   eventId,
   pairHost,
@@ -331,18 +332,8 @@ describe('§7 alert payloads', () => {
 });
 
 describe('end-to-end envelopes', () => {
-  const envelope = (id: string, change: Record<string, unknown> = {}) => ({
-    v: 1,
-    kid: '0123456789abcdef0123456789abcdef',
-    msg: id,
-    iat: Math.floor(Date.now() / 1000),
-    tok: '0123456789abcdef',
-    z: 0,
-    req: '',
-    n: 'AAAAAAAAAAAAAAAA',
-    ct: 'B'.repeat(40),
-    ...change,
-  });
+  // The shared well-formed envelope, with any field replaced (the invalid cases below need that).
+  const envelope = (id: string, change: Record<string, unknown> = {}) => ({ ...sealedEnvelope(id), ...change });
 
   it('is passed through verbatim with generic copy, mutable-content and tok-scoped ids; plaintext is ignored', async () => {
     const { host } = await pair({ show_previews: true });

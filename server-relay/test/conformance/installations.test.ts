@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   deviceToken,
+  eventId,
   pairHost,
   PUBLIC_URL,
   registerPhone,
@@ -63,9 +64,26 @@ describe('POST /v1/installations', () => {
       body: { ...valid(), device_token: raw, voip_token: raw, watch_voip_token: raw },
     });
     expect(reply.status).toBe(201);
-    const body = reply.json as { installation: { voip: boolean; watch_voip: boolean } };
+    const body = reply.json as { installation: { id: string; voip: boolean; watch_voip: boolean }; credential: string };
     expect(body.installation.voip).toBe(true);
     expect(body.installation.watch_voip).toBe(true);
+    // The alert goes to the normalised token.
+    const phone = {
+      id: body.installation.id,
+      credential: body.credential,
+      auth: `Bearer ${body.credential}`,
+      token: '',
+    };
+    const host = await pairHost(relay, phone);
+    const before = relay.captures().length;
+    const event = { type: 'response.ready', event_id: eventId() };
+    expect((await relay.call('POST', '/v1/events', { auth: host.auth, body: event })).status).toBe(202);
+    expect(
+      relay
+        .captures()
+        .slice(before)
+        .map((push) => push.deviceToken),
+    ).toEqual([`${'ab'.repeat(16)}${'cd'.repeat(16)}`]);
   });
 
   it('non-boolean preferences fall back to their defaults', async () => {
