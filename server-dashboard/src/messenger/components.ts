@@ -48,8 +48,6 @@ const BUTTONS_BLOCK = /(^|\n)[ \t]*```[ \t]*buttons[ \t]*\r?\n([\s\S]*?)\r?\n[ \
 const SELECTION_BLOCK =
   /(^|\n)[ \t]*```[ \t]*selection(?:[ \t]+[^\r\n]*)?[ \t]*\r?\n([\s\S]*?)\r?\n[ \t]*```[ \t]*(?=\r?\n|$)/g;
 const ANY_BUTTONS_FENCE = /(^|\n)[ \t]*```[ \t]*buttons(?:[ \t]+[^\r\n]*)?[ \t]*\r?\n/;
-const PAYMENT_BLOCK = /(^|\n)[ \t]*```[ \t]*payment(?:[ \t][^\r\n]*)?\r?\n([\s\S]*?)\r?\n[ \t]*```[ \t]*(?=\r?\n|$)/g;
-const INVOICE_BLOCK = /(^|\n)[ \t]*```[ \t]*invoice(?:[ \t][^\r\n]*)?\r?\n([\s\S]*?)\r?\n[ \t]*```[ \t]*(?=\r?\n|$)/g;
 const REACTION_BLOCK = /(^|\n)[ \t]*```[ \t]*reaction[ \t]*\r?\n([\s\S]*?)\r?\n[ \t]*```[ \t]*(?=\r?\n|$)/g;
 const ANY_SELECTION_FENCE = /(^|\n)[ \t]*```[ \t]*selection(?:[ \t]+[^\r\n]*)?[ \t]*\r?\n/;
 
@@ -295,6 +293,8 @@ function fenceOf(kind: string): RegExp {
   );
 }
 
+const PAYMENT_BLOCK = fenceOf('payment');
+const INVOICE_BLOCK = fenceOf('invoice');
 const UNSENDABLE_FENCES = UNSENDABLE_BLOCKS.map((kind) => ({ kind, re: fenceOf(kind) }));
 
 function allMatches(re: RegExp, text: string): RegExpExecArray[] {

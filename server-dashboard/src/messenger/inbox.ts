@@ -395,19 +395,21 @@ export class Inbox {
     return a > b ? a : b;
   }
 
+  /** Built once: better-sqlite3 wraps the function anew on every db.transaction() call. */
+  private takeTxn: Database.Transaction<() => InboxRow | null> | undefined;
+
   /** Takes the oldest pending row: pending → processing, attempt_count + 1. */
   nextPending(): InboxRow | null {
-    const take = this.db.transaction((): InboxRow | null => {
-      const row = this.db.prepare(`${ROW_COLUMNS} WHERE status = 'pending' ORDER BY rowid LIMIT 1`).get() as
+    this.takeTxn ??= this.db.transaction((): InboxRow | null => {
+      const row = this.sql(`${ROW_COLUMNS} WHERE status = 'pending' ORDER BY rowid LIMIT 1`).get() as
         StoredRow | undefined;
       if (row === undefined) return null;
-      this.db
-        .prepare(
-          "UPDATE events SET status = 'processing', attempt_count = attempt_count + 1, updated_at = ? WHERE rowid = ?",
-        )
-        .run(this.stamp(), row.rowid);
+      this.sql(
+        "UPDATE events SET status = 'processing', attempt_count = attempt_count + 1, updated_at = ? WHERE rowid = ?",
+      ).run(this.stamp(), row.rowid);
       return inboxRow({ ...row, attempt_count: row.attempt_count + 1 }, 'processing');
     });
+    const take = this.takeTxn;
     return this.relaxed(() => take.immediate());
   }
 

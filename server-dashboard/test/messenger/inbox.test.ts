@@ -83,6 +83,17 @@ describe('durable inbox', () => {
   it('opens in WAL mode with synchronous FULL, a 0700 directory and a 0600 database', () => {
     const dir = path.join(tempDir(), 'state');
     const inbox = open(dir);
+    // The live connection: relaxed() transitions (NORMAL) must hand it back at FULL (2).
+    const live = (inbox as unknown as { db: Database.Database }).db;
+    expect(live.pragma('synchronous', { simple: true })).toBe(2);
+    const e = env();
+    inbox.accept(1n, e);
+    expect(inbox.nextPending()?.eventId).toBe(e.event_id);
+    expect(live.pragma('synchronous', { simple: true })).toBe(2);
+    inbox.complete([e.event_id]);
+    expect(live.pragma('synchronous', { simple: true })).toBe(2);
+    expect(inbox.nextPending()).toBeNull();
+    expect(live.pragma('synchronous', { simple: true })).toBe(2);
     inbox.close();
     expect(fs.statSync(dir).mode & 0o777).toBe(0o700);
     expect(fs.statSync(path.join(dir, 'inbox.sqlite3')).mode & 0o777).toBe(0o600);
