@@ -66,7 +66,6 @@ export class HermesRunsAgent implements AgentBackend {
       if (!events.ok || !events.body) throw new AgentError(`Hermes events answered ${events.status}`, events.status);
       let text = '';
       for await (const frame of readSse(events.body, turn.signal)) {
-        if (turn.signal.aborted) throw new AgentError('cancelled');
         let json: unknown;
         try {
           json = JSON.parse(frame.data);

@@ -154,6 +154,8 @@ export class OpenAiChatAgent implements AgentBackend {
       if (!parsed.success) throw new AgentError('chat endpoint sent an unexpected chunk');
       yield parsed.data;
     }
+    // readSse stops quietly on abort; a cut-off stream must not pass for a finished round.
+    if (turn.signal.aborted) throw new AgentError('cancelled');
   }
 
   endSession(sessionKey: string): void {

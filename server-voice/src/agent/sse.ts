@@ -4,7 +4,10 @@ export interface SseFrame {
   data: string;
 }
 
-/** Parses an SSE byte stream (text/event-stream) into frames; comments and `id:`/`retry:` lines are skipped. */
+/**
+ * Parses an SSE byte stream (text/event-stream) into frames; comments and `id:`/`retry:` lines are skipped.
+ * Once `signal` aborts it stops without yielding frames still buffered, so callers never act on a cancelled turn.
+ */
 export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseFrame> {
   const decoder = new TextDecoder();
   const reader = body.getReader();
@@ -25,6 +28,7 @@ export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortS
         const line = buffer.slice(0, newline);
         buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
         if (line === '') {
+          if (signal?.aborted) return;
           if (data.length > 0) yield { event, data: data.join('\n') };
           event = 'message';
           data = [];
@@ -39,6 +43,7 @@ export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortS
         }
       }
     }
+    if (signal?.aborted) return;
     if (data.length > 0) yield { event, data: data.join('\n') };
   } finally {
     signal?.removeEventListener('abort', abort);

@@ -147,4 +147,19 @@ describe('readSse', () => {
       { event: 'message', data: '{"x":1}' },
     ]);
   });
+
+  it('stops at an abort without yielding frames already buffered', async () => {
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('data: 1\n\ndata: 2\n\ndata: 3'));
+      },
+    });
+    const controller = new AbortController();
+    const frames = [];
+    for await (const frame of readSse(stream, controller.signal)) {
+      frames.push(frame.data);
+      controller.abort();
+    }
+    expect(frames).toEqual(['1']);
+  });
 });
