@@ -196,25 +196,28 @@ export class DirectEndpointer {
   /** Ends the utterance: the whole buffer (trailing silence included on this transport) if long enough. */
   private finish(nowUs: number, events: EndpointEvent[]): void {
     const pcm = this.buffer.slice();
-    const converted =
-      this.converter && this.convertToHz !== null
-        ? { pcm: concatPcm([...this.converted, this.converter.flush()]), sampleRateHz: this.convertToHz }
-        : undefined;
+    const converter = this.converter;
+    const convertedChunks = this.converted;
     this.stopConversion();
     const lastSpeechAtUs = this.lastSpeechAtUs;
     this.buffer.clear();
     this.speakingNow = false;
     this.prefetchMarkerUs = null;
     events.push({ type: 'speech_stopped', atUs: nowUs });
-    if (pcm.length >= MIN_SPEECH_SAMPLES)
-      events.push({
-        type: 'utterance',
-        atUs: nowUs,
-        pcm,
-        lastSpeechAtUs,
-        quietThresholdRms: this.gate.stopThreshold,
-        ...(converted ? { converted } : {}),
-      });
+    if (pcm.length < MIN_SPEECH_SAMPLES) return;
+    // Only a kept utterance gets its converted copy; a too-short one is dropped unconverted.
+    const converted =
+      converter && this.convertToHz !== null
+        ? { pcm: concatPcm([...convertedChunks, converter.flush()]), sampleRateHz: this.convertToHz }
+        : undefined;
+    events.push({
+      type: 'utterance',
+      atUs: nowUs,
+      pcm,
+      lastSpeechAtUs,
+      quietThresholdRms: this.gate.stopThreshold,
+      ...(converted ? { converted } : {}),
+    });
   }
 
   private discardPrefetch(nowUs: number, events: EndpointEvent[]): void {
