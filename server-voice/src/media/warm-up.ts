@@ -43,16 +43,12 @@ let warmingHttp: Promise<void> | null = null;
  * Exercises the provider path once per process against a throwaway local server: the first `fetch` of a
  * process loads and compiles Node's HTTP client (and its wasm HTTP parser), which added a few hundred
  * milliseconds to the first caller's first reply. A multipart upload answered with JSON (speech-to-text) and
- * a streamed answer read chunk by chunk (agent and speech) are what a turn does; the resampler's filters for
- * the common rates are designed too. Nothing leaves the machine, and a failure here is never fatal.
+ * a streamed answer read chunk by chunk (agent and speech) are what a turn does; the resampler's 48 → 16 kHz
+ * filter (speech-to-text upload, Silero) is designed too. Speech needs none: 24 kHz goes straight to Opus. Nothing leaves the machine, and a failure here is never fatal.
  */
 export function warmUpTurnPath(): Promise<void> {
   warmingHttp ??= (async () => {
-    for (const [from, to] of [
-      [SAMPLE_RATE_HZ, 16_000],
-      [24_000, SAMPLE_RATE_HZ],
-    ] as const)
-      new PcmResampler(from, to).process(new Int16Array(4800));
+    new PcmResampler(SAMPLE_RATE_HZ, 16_000).process(new Int16Array(4800));
     const server = http.createServer((request, response) => {
       request.resume();
       request.on('end', () => {
