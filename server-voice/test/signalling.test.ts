@@ -250,14 +250,27 @@ describe('call capacity and the setup deadline', () => {
 
 describe('call lifetime', () => {
   it('closes a call whose peer never connects at the setup deadline and frees its slot', async () => {
-    const gw = await gateway({ maxCalls: 1, callSetupTimeoutMs: 400 });
+    const deadlineMs = 400;
+    const gw = await gateway({ maxCalls: 1, callSetupTimeoutMs: deadlineMs });
     // A valid offer from a peer that never applies the answer: ICE/DTLS can never complete.
-    const response = await post(gw.url, await offer(), 'application/sdp');
+    const sdp = await offer();
+    const startedAt = performance.now();
+    const response = await post(gw.url, sdp, 'application/sdp');
     expect(response.status).toBe(201);
     expect(gw.app.voiceCalls.activeCount).toBe(1);
     const id = (response.headers.get('location') ?? '').split('/').pop() ?? '';
     const call = gw.app.voiceCalls.get(id) as { closed: Promise<void> } | undefined;
-    await call?.closed;
+    expect(call).toBeDefined();
+    // The close must come from the deadline, not from some later timeout: bound it well within deadline + 1.5 s.
+    const boundMs = deadlineMs + 1500;
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      call?.closed.then(() => 'closed'),
+      new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still open'), boundMs))),
+    ]);
+    clearTimeout(timer);
+    expect(outcome).toBe('closed');
+    expect(performance.now() - startedAt).toBeLessThan(boundMs);
     expect(gw.app.voiceCalls.activeCount).toBe(0);
   });
 
