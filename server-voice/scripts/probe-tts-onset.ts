@@ -1,62 +1,42 @@
 /**
- * `npm run probe:tts-onset`: how long the configured text-to-speech takes to its first bytes and to its first
- * audible sample, and what leading-silence trimming (AUDIO.md §9) would save on the same waveform. Prints JSON.
- * The provider comes from the same HERMES_REALTIME_TTS_* / _ESPEAK_* variables as the gateway (default:
- * offline espeak-ng). The saving is PCM-domain, not an end-to-end playback measurement.
+ * `npm run probe:tts-onset -- [--runs N] [text…]`: how long the configured text-to-speech takes to its first
+ * audio, where its onset lies and how much leading near-silence trimming (AUDIO.md §9) would remove, measured by
+ * measureTtsOnset() (src/providers/tts-onset-probe.ts). Prints one JSON document; no audio is played or stored,
+ * and no key is printed. The provider comes from the same HERMES_REALTIME_TTS_* / _ESPEAK_* variables as the
+ * gateway (default: offline espeak-ng). The saving is PCM-domain, not an end-to-end playback measurement.
  */
 import { parseArgs } from 'node:util';
-import { LeadingSilenceTrimmer, pcmOnsetSample } from '../src/audio/leading-silence.js';
-import { concatPcm } from '../src/audio/pcm.js';
-import { PcmResampler } from '../src/audio/resampler.js';
-import { FRAME_SAMPLES, SAMPLE_RATE_HZ } from '../src/audio/types.js';
 import { speechProvidersFromEnv } from '../src/providers/config.js';
+import { measureTtsOnset, type OnsetMeasurement } from '../src/providers/tts-onset-probe.js';
 
-const { values } = parseArgs({
-  options: { text: { type: 'string', default: 'Hello! Here is the answer you asked for.' } },
+const { values, positionals } = parseArgs({
+  options: { runs: { type: 'string', default: '3' } },
+  allowPositionals: true,
 });
+const runs = Math.max(1, Math.min(50, Number(values.runs) || 1));
+const text = positionals.join(' ') || 'Sure. The weather in Paris today is mild, with a light breeze in the afternoon.';
 const { tts } = speechProvidersFromEnv(process.env);
 
-const started = performance.now();
-let firstChunkMs: number | null = null;
-const chunks: Int16Array[] = [];
-for await (const chunk of tts.synthesize(values.text)) {
-  firstChunkMs ??= performance.now() - started;
-  chunks.push(chunk);
-}
-const totalMs = performance.now() - started;
-const resampler = new PcmResampler(tts.sampleRateHz, SAMPLE_RATE_HZ);
-const pcm = concatPcm([resampler.process(concatPcm(chunks)), resampler.flush()]);
-const frames: Int16Array[] = [];
-for (let offset = 0; offset < pcm.length; offset += FRAME_SAMPLES) {
-  const frame = new Int16Array(FRAME_SAMPLES);
-  frame.set(pcm.subarray(offset, offset + FRAME_SAMPLES));
-  frames.push(frame);
-}
-const cpuBefore = process.cpuUsage();
-const trimmer = new LeadingSilenceTrimmer();
-const kept = [...frames.flatMap((frame) => trimmer.push(frame)), ...trimmer.finish()];
-const cpu = process.cpuUsage(cpuBefore);
-const trimmedFrames = frames.length - kept.length;
-// Every retained frame must be byte-identical to the tail of the original.
-const unchanged = kept.every(
-  (frame, i) =>
-    Buffer.compare(Buffer.from(frame.buffer), Buffer.from((frames[trimmedFrames + i] as Int16Array).buffer)) === 0,
-);
-const onset = pcmOnsetSample(pcm);
-const trimmedOnset = pcmOnsetSample(concatPcm(kept));
+const measurements: OnsetMeasurement[] = [];
+for (let run = 0; run < runs; run++) measurements.push(await measureTtsOnset(tts, text));
+
+const round = (value: number | null): number | null => (value === null ? null : Math.round(value * 10) / 10);
+const median = (numbers: number[]): number => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)] ?? 0;
 console.log(
   JSON.stringify(
     {
       provider: tts.label,
-      text_chars: values.text.length,
-      first_chunk_ms: firstChunkMs === null ? null : Math.round(firstChunkMs),
-      synthesis_total_ms: Math.round(totalMs),
-      audio_ms: Math.round((pcm.length / SAMPLE_RATE_HZ) * 1000),
-      onset_ms: onset === null ? null : Math.round((onset / SAMPLE_RATE_HZ) * 1000),
-      onset_after_trim_ms: trimmedOnset === null ? null : Math.round((trimmedOnset / SAMPLE_RATE_HZ) * 1000),
-      trimmed_ms: trimmedFrames * 20,
-      trim_cpu_us: cpu.user + cpu.system,
-      retained_samples_unchanged: unchanged,
+      provider_sample_rate_hz: tts.sampleRateHz,
+      text_chars: text.length,
+      runs: measurements.map((m) => ({
+        first_chunk_ms: round(m.firstChunkMs),
+        synthesis_ms: round(m.synthesisMs),
+        audio_ms: round(m.audioMs),
+        onset_ms: round(m.onsetMs),
+        trimmable_ms: round(m.trimmableMs),
+      })),
+      median_first_chunk_ms: round(median(measurements.map((m) => m.firstChunkMs))),
+      median_onset_ms: round(median(measurements.map((m) => m.onsetMs ?? 0))),
     },
     null,
     2,
