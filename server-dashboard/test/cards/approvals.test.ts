@@ -156,6 +156,22 @@ describe('answering approval cards from the phone', () => {
     await without.app.close();
   });
 
+  it('the route answers 404 run_not_found when Hermes has no such run, and the card stays answerable', async () => {
+    const h = await host();
+    await callHook(h.url, h.hookToken, approvalHook('k4', 'run_gone'));
+    const missing = await h.client.POST('/api/plugins/conduit_push/approvals/respond', {
+      body: { session_key: 'k4', choice: 'once' },
+    });
+    expect([missing.response.status, missing.error]).toEqual([404, { error: 'run_not_found' }]);
+    hermes.waiting.add('run_gone');
+    const retried = await h.client.POST('/api/plugins/conduit_push/approvals/respond', {
+      body: { session_key: 'k4', choice: 'deny' },
+    });
+    expect(retried.data).toEqual({ ok: true, choice: 'deny', run_id: 'run_gone' });
+    expect(hermes.approvals).toEqual([{ runId: 'run_gone', body: { choice: 'deny' }, auth: 'Bearer hermes-key' }]);
+    await h.app.close();
+  });
+
   it('maps Hermes failures: run_not_found 404, unreachable 502', async () => {
     const client = hermesApiClient({ url: hermes.url, key: 'hermes-key', timeoutMs: 2000 });
     expect(await client.answerApproval('gone', 'once', undefined)).toBe('run_not_found');
