@@ -141,6 +141,10 @@ export interface operations {
             /** @description Hermes took the answer. */
             200: {
                 headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    /** @description no-cache */
+                    Pragma?: string;
                     [name: string]: unknown;
                 };
                 content: {

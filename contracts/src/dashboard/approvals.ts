@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
-import { profileQuery, serviceUnavailable, unauthorized } from './notification-settings.js';
+import { noStore, profileQuery, serviceUnavailable, unauthorized } from './notification-settings.js';
 
 export const approvalChoice = z.enum(['once', 'session', 'always', 'deny'], { error: 'invalid_choice' });
 
@@ -34,6 +34,7 @@ export const respondApproval = defineRoute({
     200: {
       description: 'Hermes took the answer.',
       schema: z.object({ ok: z.literal(true), choice: approvalChoice, run_id: z.string() }),
+      headers: noStore,
     },
     400: { description: 'Malformed body.', schema: errorBody(['invalid_request', 'invalid_choice', 'invalid_run_id']) },
     401: unauthorized,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
+import { noStore } from './notification-settings.js';
 import { pairingErrorBody, profileQuery } from './pair.js';
 
 export const e2eStatusAnswer = z.union([
@@ -23,8 +24,6 @@ export const e2eProvisionRequest = z.object({
   /** 32 bytes as 43 unpadded base64url characters. */
   secret: z.string(),
 });
-
-const noStore = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
 /** Whether this profile is paired and which E2E key (by id) it holds. */
 export const getE2e = defineRoute({

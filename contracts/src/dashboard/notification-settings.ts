@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
 
 /** `?profile=<name>`: a profile home under <home>/profiles/<name>; absent or `default` is the root home. */
+/** Headers of answers that must not be cached (credentials state, keys, answers). */
+export const noStore = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
+
 export const profileQuery = z.object({
   profile: z.string().max(64).optional(),
 });

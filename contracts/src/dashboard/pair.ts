@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
+import { noStore } from './notification-settings.js';
 
 /** FastAPI-style error body the Hermes dashboard answers (`HTTPException` → `{"detail": "..."}`). */
 export const pairingErrorBody = z.object({ detail: z.string() });
@@ -24,8 +25,6 @@ export const pairAnswer = z.object({
   gateway_name: z.string(),
   relay_url: z.string(),
 });
-
-const noStore = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
 /**
  * Pairs a profile from Conduit itself (plugin 0.24+): the app creates the code on the relay and hands it

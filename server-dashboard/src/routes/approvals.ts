@@ -4,7 +4,7 @@ import { bindRoute } from '@conduit/contracts/server';
 import type { ApprovalCards } from '../cards/approval-cards.js';
 import { resolveProfile } from '../fronting/profiles.js';
 
-const NO_STORE = { 'cache-control': 'no-store' };
+const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
 /**
  * An approval card answered from the phone through this host reaches Hermes through its API server,

@@ -101,6 +101,9 @@ describe('answering approval cards from the phone', () => {
       body: { session_key: 'agent:main:s1', choice: 'once' },
     });
     expect(answered.data).toEqual({ ok: true, choice: 'once', run_id: 'run_42' });
+    // An answer is never cached by a proxy or the app's URL cache (the contract declares these headers).
+    expect(answered.response.headers.get('cache-control')).toBe('no-store');
+    expect(answered.response.headers.get('pragma')).toBe('no-cache');
     expect(hermes.approvals).toEqual([{ runId: 'run_42', body: { choice: 'once' }, auth: 'Bearer hermes-key' }]);
     const again = await h.client.POST('/api/plugins/conduit_push/approvals/respond', {
       body: { session_key: 'agent:main:s1', choice: 'deny' },
