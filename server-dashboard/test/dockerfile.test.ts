@@ -108,6 +108,10 @@ describe('server-dashboard/Dockerfile', () => {
       env: {
         ...process.env,
         ...env,
+        // Nothing from the outer environment may move the state off the mount or change the fronting mode.
+        CONDUIT_STATE_DIR: '',
+        CONDUIT_HOST_TOKEN: '',
+        HERMES_DASHBOARD_URL: '',
         HERMES_HOME: mount,
         CONDUIT_HOST_BIND: '127.0.0.1',
         CONDUIT_HOST_PORT: String(port),
@@ -118,15 +122,20 @@ describe('server-dashboard/Dockerfile', () => {
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     try {
+      // The service answers as soon as it listens and writes runtime.json just after (it needs the bound
+      // port), then logs that it is listening: wait for both before looking at the mount.
       let status = 0;
-      for (let i = 0; i < 300 && status !== 200; i++) {
+      let ready = false;
+      for (let i = 0; i < 300 && !(status === 200 && ready); i++) {
         if (child.exitCode !== null) throw new Error(`the service exited: ${output}`);
         status = await fetch(`http://127.0.0.1:${port}/api/plugins/conduit_push/capabilities`)
           .then((r) => r.status)
           .catch(() => 0);
-        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+        ready = output.includes('host service listening');
+        if (!(status === 200 && ready)) await new Promise((resolve) => setTimeout(resolve, 100));
       }
       expect(status, output).toBe(200);
+      expect(ready, output).toBe(true);
       // Its state lives on the mount: the hook runtime file and the standalone token.
       expect(existsSync(path.join(mount, 'conduit-host', 'runtime.json'))).toBe(true);
       expect(existsSync(path.join(mount, 'conduit-host', 'host-token'))).toBe(true);
