@@ -5,10 +5,11 @@
  * during replies: every inbound frame is decoded and goes through detection) — with the p99 of outbound frame
  * pacing jitter (|inter-arrival − 20 ms| at the client, and as the gateway sent them); (b) gateway-added latency from the endpoint decision
  * to the first outbound RTP of the reply with instant local fake providers; (c) Silero inference time per
- * window. Prints JSON. Options: --calls 10,20,40 (0: none) --seconds 8 --turns 10, --concurrency-only, --cpu-prof DIR.
+ * window. Prints JSON. Options: --calls 10,20,40 (0: none) --seconds 8 --turns 10, --concurrency-only, --cpu-prof DIR,
+ * --node-flags="FLAGS" for the gateway, --gateway-log FILE.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { SileroModel, SILERO_CONTEXT_SAMPLES, SILERO_WINDOW_SAMPLES } from '../src/audio/silero.js';
@@ -17,6 +18,7 @@ import { OpusEncoder } from '../src/media/opus-codec.js';
 import { startFakeUpstreams } from '../src/testing/fake-upstreams.js';
 import { RealtimeClient } from '../src/testing/realtime-client.js';
 import { startGatewayProcess, toneSpeech } from '../test/support/gateway-process.js';
+import { startWireCapture, udpPortsOf } from './wire-capture.js';
 
 const { values } = parseArgs({
   options: {
@@ -25,6 +27,10 @@ const { values } = parseArgs({
     turns: { type: 'string', default: '10' },
     /** Writes a V8 CPU profile of each gateway process (node --cpu-prof) into this folder. */
     'cpu-prof': { type: 'string' },
+    /** Extra Node flags for the gateway processes, space-separated (e.g. "--trace-gc"). */
+    'node-flags': { type: 'string' },
+    /** Appends every gateway process's output (its logs, and what --node-flags print) to this file. */
+    'gateway-log': { type: 'string' },
     /** Only the concurrency runs (no latency turns, no Silero). */
     'concurrency-only': { type: 'boolean', default: false },
   },
@@ -113,7 +119,13 @@ for (let offset = 0; offset + FRAME_SAMPLES <= roomNoise.length; offset += FRAME
   loop.push(encoder.encode(roomNoise.subarray(offset, offset + FRAME_SAMPLES)));
 
 const wrapper = pinned ? ['taskset', '-c', '0'] : [];
-const nodeFlags = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof']}`] : [];
+const nodeFlags = [
+  ...(values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof']}`] : []),
+  ...(values['node-flags']?.split(/\s+/).filter(Boolean) ?? []),
+];
+const keepLog = (output: string) => {
+  if (values['gateway-log']) appendFileSync(values['gateway-log'], output);
+};
 const concurrency: Record<string, unknown>[] = [];
 for (const calls of values.calls
   .split(',')
@@ -138,7 +150,9 @@ for (const calls of values.calls
       clients.push(client);
     }
     await Promise.all(clients.map((c) => c.waitForType('output_audio_buffer.started', { timeoutMs: 60_000 })));
-    for (const client of clients) client.loopOpus(loop);
+    // Spread over the 20 ms frame as independent microphones would be (not one burst of packets per frame).
+    for (const [index, client] of clients.entries()) client.loopOpus(loop, { phaseMs: (index * 20) / calls });
+    const capture = await startWireCapture();
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const windowStart = performance.now();
     const windowStartWall = Date.now();
@@ -158,6 +172,40 @@ for (const calls of values.calls
         jitter.push(Math.abs((arrivals[i] as number) - (arrivals[i - 1] as number) - 20));
     }
     jitter.sort((a, b) => a - b);
+    // On the wire: kernel timestamps of the gateway's RTP on the loopback interface, per outbound stream.
+    const gatewayPorts = capture ? udpPortsOf(pid) : new Set<number>();
+    const sightings = capture ? await capture.stop() : null;
+    const wireEndWall = Date.now();
+    let wire: Record<string, number> | null = null;
+    if (sightings) {
+      const streams = new Map<number, { atMs: number; sequence: number }[]>();
+      for (const seen of sightings) {
+        if (!gatewayPorts.has(seen.sourcePort) || seen.atMs < windowStartWall || seen.atMs > wireEndWall) continue;
+        const stream = streams.get(seen.ssrc) ?? [];
+        stream.push(seen);
+        streams.set(seen.ssrc, stream);
+      }
+      const deviations: number[] = [];
+      let gaps = 0;
+      let rates = 0;
+      for (const stream of streams.values()) {
+        if (stream.length > 1) rates += ((stream.length - 1) * 1000) / (stream.at(-1)!.atMs - stream[0]!.atMs);
+        for (let i = 1; i < stream.length; i += 1) {
+          const [before, after] = [stream[i - 1]!, stream[i]!];
+          deviations.push(Math.abs(after.atMs - before.atMs - 20));
+          if (((after.sequence - before.sequence) & 0xffff) !== 1) gaps += 1;
+        }
+      }
+      deviations.sort((a, b) => a - b);
+      wire = {
+        streams: streams.size,
+        packets_per_call_per_s: round(rates / Math.max(1, streams.size), 1),
+        jitter_p50_ms: round(percentile(deviations, 50)),
+        jitter_p99_ms: round(percentile(deviations, 99)),
+        jitter_max_ms: round(deviations.at(-1) ?? NaN),
+        sequence_gaps: gaps,
+      };
+    }
     // The gateway's own view of its pacing (logged every 5 s): the reports that cover only this window.
     const windowEndWall = Date.now();
     const pacing = gateway
@@ -176,6 +224,8 @@ for (const calls of values.calls
       packets_per_call_per_s: round(packets / calls / elapsed, 1),
       jitter_p50_ms: round(percentile(jitter, 50)),
       jitter_p99_ms: round(percentile(jitter, 99)),
+      // Kernel timestamps on the loopback interface (tcpdump): the gateway's pacing free of client-side delays.
+      wire,
       gateway_send_jitter_p99_ms: pacing.length
         ? {
             first_call: Math.max(...pacing.map((line) => line.first_jitter_p99_ms)),
@@ -194,12 +244,16 @@ for (const calls of values.calls
   } finally {
     await Promise.all(clients.map((c) => c.close()));
     await gateway.stop();
+    keepLog(gateway.output());
   }
 }
 
 // (b) endpoint decision → first outbound RTP of the reply, gateway-measured, instant fake providers.
 /** Per turn, each stage's time after the endpoint decision (from the gateway's `reply_audio_sent` log line). */
 const stageTimes = new Map<string, number[]>();
+
+/** The first turn of the fresh gateway process (compiles the turn path's code and opens the upstream connections). */
+let firstTurnMs = NaN;
 
 async function measureLatency(): Promise<number[]> {
   const latencyGateway = await startGatewayProcess(gatewayEnv, wrapper, nodeFlags);
@@ -221,12 +275,14 @@ async function measureLatency(): Promise<number[]> {
       if (!line.includes('"reply_audio_sent"')) continue;
       const parsed = JSON.parse(line) as { endpoint_to_first_rtp_ms?: number; stages_ms?: Record<string, number> };
       if (typeof parsed.endpoint_to_first_rtp_ms !== 'number') continue;
+      if (Number.isNaN(firstTurnMs)) firstTurnMs = parsed.endpoint_to_first_rtp_ms;
       latencies.push(parsed.endpoint_to_first_rtp_ms);
       for (const [stage, ms] of Object.entries(parsed.stages_ms ?? {}))
         stageTimes.set(stage, [...(stageTimes.get(stage) ?? []), ms]);
     }
   } finally {
     await latencyGateway.stop();
+    keepLog(latencyGateway.output());
   }
   return latencies.sort((a, b) => a - b);
 }
@@ -251,18 +307,26 @@ const latencies = values['concurrency-only'] ? [] : await measureLatency();
 await upstream.close();
 const inference = values['concurrency-only'] ? [] : await measureSilero();
 
-const sustained = concurrency.filter((row) => (row.jitter_p99_ms as number) < 5).map((row) => row.calls as number);
+const afterFirst = [...latencies];
+afterFirst.splice(afterFirst.indexOf(firstTurnMs), 1);
+const sustained = concurrency
+  .filter((row) => ((row.wire as { jitter_p99_ms: number } | null)?.jitter_p99_ms ?? (row.jitter_p99_ms as number)) < 5)
+  .map((row) => row.calls as number);
 console.log(
   JSON.stringify(
     {
       machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadavg_1m: round(os.loadavg()[0] ?? 0) },
       concurrency,
+      // Judged on the wire figure when tcpdump could capture, else on the client-side one.
       max_calls_with_jitter_p99_under_5ms: sustained.length ? Math.max(...sustained) : 0,
       endpoint_to_first_rtp_ms: {
         turns: latencies.length,
         p50: round(percentile(latencies, 50), 1),
         p99: round(percentile(latencies, 99), 1),
         max: round(latencies.at(-1) ?? NaN, 1),
+        // The process's very first turn, and the rest without it: a gateway pays the first once, not per call.
+        first_turn_after_start: round(firstTurnMs, 1),
+        after_first_turn_p99: round(percentile(afterFirst, 99), 1),
         stage_p50_ms: Object.fromEntries(
           [...stageTimes].map(([stage, times]) => [
             stage,

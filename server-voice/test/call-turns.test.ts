@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RtcpSrPacket } from 'werift';
 import { buildApp } from '../src/app.js';
 import { ScriptedAgent } from '../src/agent/scripted-agent.js';
 import { voiceConfig } from '../src/config.js';
@@ -74,6 +75,45 @@ describe('spoken turns on a call (in-process gateway, werift client)', () => {
       await client.waitForEvent((e) => e.type === 'hermes.input_audio.state_updated' && !e.muted);
       await client.speak(toneSpeech(0.8, 0.6));
       await client.waitForType('input_audio_buffer.speech_started', { timeoutMs: 10_000 });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("outbound RTP carries the answer's SSRC in one unbroken sequence, and sender reports count what was sent", async () => {
+    const client = await RealtimeClient.connect({ baseUrl: url, apiKey: KEY });
+    try {
+      const receiver = client.pc.getTransceivers()[0]!.receiver;
+      const headers: { ssrc: number; sequence: number; timestamp: number }[] = [];
+      receiver.tracks[0]?.onReceiveRtp.subscribe((packet) =>
+        headers.push({
+          ssrc: packet.header.ssrc,
+          sequence: packet.header.sequenceNumber,
+          timestamp: packet.header.timestamp,
+        }),
+      );
+      const reports: RtcpSrPacket[] = [];
+      receiver.onRtcp.subscribe((packet) => {
+        if (packet instanceof RtcpSrPacket) reports.push(packet);
+      });
+      await client.waitUntil(() => (reports.length >= 2 ? true : undefined), 5_000, 'two sender reports');
+      const announced = /^a=ssrc:(\d+) /m.exec(client.pc.remoteDescription?.sdp ?? '')?.[1];
+      expect(announced).toBeDefined();
+      expect(new Set(headers.map((h) => h.ssrc))).toEqual(new Set([Number(announced)]));
+      for (let i = 1; i < headers.length; i += 1) {
+        expect((headers[i]!.sequence - headers[i - 1]!.sequence) & 0xffff).toBe(1);
+        expect((headers[i]!.timestamp - headers[i - 1]!.timestamp) >>> 0).toBe(960);
+      }
+      const last = reports.at(-1)!;
+      expect(last.ssrc).toBe(Number(announced));
+      // The report counts every packet sent so far: what arrived here, give or take the ones in flight.
+      expect(Math.abs(last.senderInfo.packetCount - headers.length)).toBeLessThanOrEqual(3);
+      expect(last.senderInfo.octetCount).toBeGreaterThan(0);
+      // Its NTP time is now (seconds since 1900) and its RTP time is on the stream's 48 kHz clock.
+      const ntpSeconds = Number(last.senderInfo.ntpTimestamp >> 32n) - 2_208_988_800;
+      expect(Math.abs(ntpSeconds - Date.now() / 1000)).toBeLessThan(5);
+      const lastHeader = headers.at(-1)!;
+      expect(Math.abs(((last.senderInfo.rtpTimestamp - lastHeader.timestamp) | 0) / 48)).toBeLessThan(1000);
     } finally {
       await client.close();
     }

@@ -57,6 +57,7 @@ export class RealtimeClient {
   private sending: NodeJS.Timeout | null = null;
   private loopPayloads: Buffer[] | null = null;
   private loopIndex = 0;
+  private phaseTimer: NodeJS.Timeout | null = null;
   private readonly micQueue: { frame: Int16Array; done?: () => void; sent?: (atMs: number) => void }[] = [];
   private channelOpen!: Promise<void>;
   private constructor(
@@ -245,9 +246,12 @@ export class RealtimeClient {
    * Replaces the microphone's audio with pre-encoded Opus payloads played in a loop (the benchmark: many
    * clients send continuous speech without paying an encoder each).
    */
-  loopOpus(payloads: Buffer[]): void {
+  loopOpus(payloads: Buffer[], options: { phaseMs?: number } = {}): void {
     this.loopPayloads = payloads;
-    this.startMicrophone();
+    // Independent clients send at independent phases; many clients started in one loop would otherwise share
+    // one timer and reach the gateway as one burst of packets every 20 ms.
+    if (options.phaseMs) this.phaseTimer = setTimeout(() => this.startMicrophone(), options.phaseMs);
+    else this.startMicrophone();
   }
 
   /** Sends one 20 ms frame now. */
@@ -285,6 +289,7 @@ export class RealtimeClient {
   }
 
   async close(): Promise<void> {
+    if (this.phaseTimer) clearTimeout(this.phaseTimer);
     if (this.sending) clearInterval(this.sending);
     await this.pc.close();
     this.encoder.close();
