@@ -6,10 +6,11 @@
  * pacing jitter (|inter-arrival − 20 ms| at the client, and as the gateway sent them); (b) gateway-added latency from the endpoint decision
  * to the first outbound RTP of the reply with instant local fake providers; (c) Silero inference time per
  * window. Prints JSON. Options: --calls 10,20,40 (0: none) --seconds 8 --turns 10, --concurrency-only, --cpu-prof DIR,
- * --node-flags="FLAGS" for the gateway, --gateway-log FILE.
+ * --node-flags="FLAGS" for the gateway, --gateway-log FILE,
+ * --wire-dump FILE.
  */
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { SileroModel, SILERO_CONTEXT_SAMPLES, SILERO_WINDOW_SAMPLES } from '../src/audio/silero.js';
@@ -29,6 +30,8 @@ const { values } = parseArgs({
     'cpu-prof': { type: 'string' },
     /** Extra Node flags for the gateway processes, space-separated (e.g. "--trace-gc"). */
     'node-flags': { type: 'string' },
+    /** Writes the wire capture's RTP sightings and the gateway's ports of each concurrency run to FILE-<calls>.json. */
+    'wire-dump': { type: 'string' },
     /** Appends every gateway process's output (its logs, and what --node-flags print) to this file. */
     'gateway-log': { type: 'string' },
     /** Only the concurrency runs (no latency turns, no Silero). */
@@ -175,6 +178,8 @@ for (const calls of values.calls
     // On the wire: kernel timestamps of the gateway's RTP on the loopback interface, per outbound stream.
     const gatewayPorts = capture ? udpPortsOf(pid) : new Set<number>();
     const sightings = capture ? await capture.stop() : null;
+    if (sightings && values['wire-dump'])
+      writeFileSync(`${values['wire-dump']}-${calls}.json`, JSON.stringify({ ports: [...gatewayPorts], sightings }));
     const wireEndWall = Date.now();
     let wire: Record<string, number> | null = null;
     if (sightings) {

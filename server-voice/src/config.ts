@@ -38,6 +38,11 @@ export interface VoiceConfig {
   speechEnv: Record<string, string>;
   /** Logs transcripts and texts when true; never audio or credentials. */
   debug: boolean;
+  /**
+   * Lowers the process's helper threads (garbage collection, thread pool) below the event loop that paces
+   * audio (src/media/thread-priority.ts). On by default; Linux only.
+   */
+  lowerHelperThreads: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -76,6 +81,7 @@ export function voiceConfig(overrides: Partial<VoiceConfig> & { apiKey: string }
     agent: { kind: 'echo' },
     speechEnv: {},
     debug: false,
+    lowerHelperThreads: true,
     ...overrides,
   };
 }
@@ -258,5 +264,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): VoiceConfig {
     agent: loadAgent(env, file),
     speechEnv: loadSpeechEnv(env, file),
     debug: s.boolean('HERMES_REALTIME_DEBUG', 'debug') ?? false,
+    lowerHelperThreads: s.boolean('HERMES_REALTIME_LOWER_HELPER_THREADS', 'lower_helper_threads') ?? true,
   };
 }

@@ -1,6 +1,7 @@
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './log.js';
+import { lowerHelperThreadPriority } from './media/thread-priority.js';
 
 // `npm run voice`: reads the configuration, builds the gateway and listens. A bad setting exits with a
 // message naming it (the gateway never starts half-configured, and never without a client key).
@@ -8,7 +9,17 @@ try {
   const config = loadConfig(process.env);
   const app = await buildApp(config, { logger: createLogger({ debug: config.debug }) });
   const address = await app.listen({ host: config.host, port: config.port });
-  console.log(JSON.stringify({ time: new Date().toISOString(), level: 'info', event: 'listening', address }));
+  // After start-up, so the threads that warming up started are there to be found at once.
+  const helpers = config.lowerHelperThreads ? lowerHelperThreadPriority() : null;
+  console.log(
+    JSON.stringify({
+      time: new Date().toISOString(),
+      level: 'info',
+      event: 'listening',
+      address,
+      helper_threads_lowered: helpers?.lowered.size ?? 0,
+    }),
+  );
   const stop = () => {
     // Calls close with the app; if something hangs, still leave within 10 s rather than be killed.
     setTimeout(() => process.exit(0), 10_000).unref();

@@ -27,8 +27,10 @@ describe('loadConfig', () => {
       bargeIn: false,
       agent: { kind: 'echo' },
       debug: false,
+      lowerHelperThreads: true,
     });
     expect(config.audio.endpoint.silenceDurationUs).toBe(1_500_000);
+    expect(loadConfig({ ...base, HERMES_REALTIME_LOWER_HELPER_THREADS: 'false' }).lowerHelperThreads).toBe(false);
   });
 
   it('reads a JSON config file, and the environment wins over it', () => {
@@ -60,6 +62,7 @@ describe('loadConfig', () => {
     [{ HERMES_REALTIME_AGENT: 'openai', HERMES_REALTIME_AGENT_URL: 'http://x/v1' }, /HERMES_REALTIME_AGENT_MODEL/],
     [{ HERMES_REALTIME_AGENT: 'hermes', HERMES_REALTIME_AGENT_URL: 'ftp://x' }, /http/],
     [{ HERMES_REALTIME_BARGE_IN: 'maybe' }, /HERMES_REALTIME_BARGE_IN/],
+    [{ HERMES_REALTIME_LOWER_HELPER_THREADS: 'sometimes' }, /HERMES_REALTIME_LOWER_HELPER_THREADS/],
   ])('refuses %o with a message naming the setting', (env, message) => {
     expect(() => loadConfig({ ...base, ...env })).toThrow(ConfigError);
     expect(() => loadConfig({ ...base, ...env })).toThrow(message);

@@ -147,6 +147,11 @@ describe('a real gateway process with a werift client', () => {
 
   it('logs ids and timings but no transcript, reply text or credentials', () => {
     const log = gateway.output();
+    // The listening line reports the helper threads it put below the event loop (Linux).
+    const listening = JSON.parse(log.split('\n').find((line) => line.includes('"event":"listening"')) ?? '{}') as {
+      helper_threads_lowered?: number;
+    };
+    expect(listening.helper_threads_lowered).toBeGreaterThan(0);
     expect(log).toContain('"event":"transcribed"');
     expect(log).not.toContain('What is the weather');
     expect(log).not.toContain('Sunny');
