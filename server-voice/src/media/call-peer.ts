@@ -136,7 +136,7 @@ export class CallPeer {
    * per packet clones it, rebuilds and sorts header extensions (none are negotiated here), keeps a
    * retransmission copy (audio is not NACKed) and chains several promises: about 40 % of the gateway's
    * allocations at 40 calls, and the garbage collection behind late frames. The bytes on the wire are the
-   * same — the sender's SSRC, the negotiated payload type, no extensions — and `sendReports` sends the
+   * same — the sender's SSRC, the negotiated payload type, no extensions — and `sendReport` sends the
    * RTCP sender reports the bypassed sender would have.
    */
   sendOpus(payload: Buffer): void {
@@ -159,7 +159,10 @@ export class CallPeer {
     this.packetCount = (this.packetCount + 1) >>> 0;
     this.octetCount = (this.octetCount + payload.length) >>> 0;
     void dtls.sendRtp(payload, header);
-    this.reportTimer ??= setInterval(() => this.sendReport(), SENDER_REPORT_MS);
+    if (!this.reportTimer) {
+      this.reportTimer = setInterval(() => this.sendReport(), SENDER_REPORT_MS);
+      this.reportTimer.unref();
+    }
   }
 
   /** One RTCP sender report: the current media time against wall-clock time, and what was sent so far. */
