@@ -18,7 +18,7 @@ import { FRAME_SAMPLES } from '../src/audio/types.js';
 import { OpusEncoder } from '../src/media/opus-codec.js';
 import { startFakeUpstreams } from '../src/testing/fake-upstreams.js';
 import { RealtimeClient } from '../src/testing/realtime-client.js';
-import { startGatewayProcess, toneSpeech } from '../test/support/gateway-process.js';
+import { startGatewayProcess, toneSpeech } from '../src/testing/gateway-process.js';
 import { startWireCapture, udpPortsOf } from './wire-capture.js';
 
 const { values } = parseArgs({

@@ -12,7 +12,7 @@ import { FRAME_SAMPLES } from '../src/audio/types.js';
 import { startFakeUpstreams } from '../src/testing/fake-upstreams.js';
 import { RealtimeClient } from '../src/testing/realtime-client.js';
 import { spokenSentence } from '../src/testing/spoken-fixture.js';
-import { startGatewayProcess } from '../test/support/gateway-process.js';
+import { startGatewayProcess } from '../src/testing/gateway-process.js';
 
 const QUESTION = 'What is the weather like in Lisbon today?';
 const { values } = parseArgs({

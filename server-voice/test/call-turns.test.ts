@@ -8,7 +8,7 @@ import { memoryLogger } from '../src/log.js';
 import { parseAudioSettings } from '../src/audio/settings.js';
 import { ScriptedSpeechToText, ScriptedTextToSpeech } from '../src/providers/scripted.js';
 import { RealtimeClient } from '../src/testing/realtime-client.js';
-import { toneSpeech } from './support/gateway-process.js';
+import { toneSpeech } from '../src/testing/gateway-process.js';
 
 const KEY = 'turns-key';
 let app: FastifyInstance;

@@ -6,7 +6,7 @@ import {
   startGatewayProcess,
   toneSpeech,
   type GatewayProcess,
-} from './support/gateway-process.js';
+} from '../src/testing/gateway-process.js';
 
 const KEY = 'process-test-key';
 let upstream: FakeUpstreams;

@@ -7,7 +7,7 @@ import { voiceConfig } from '../src/config.js';
 import { memoryLogger } from '../src/log.js';
 import { ScriptedSpeechToText, ScriptedTextToSpeech } from '../src/providers/scripted.js';
 import { RealtimeClient } from '../src/testing/realtime-client.js';
-import { toneSpeech } from './support/gateway-process.js';
+import { toneSpeech } from '../src/testing/gateway-process.js';
 
 const KEY = 'prefetch-key';
 

@@ -7,7 +7,7 @@ import { encodeWav } from '../../src/audio/wav.js';
 import { ECHO_PREFIX } from '../../src/agent/echo-agent.js';
 import { startFakeUpstreams, type FakeUpstreams } from '../../src/testing/fake-upstreams.js';
 import { spokenSentence } from '../../src/testing/spoken-fixture.js';
-import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.js';
+import { startGatewayProcess, type GatewayProcess } from '../../src/testing/gateway-process.js';
 
 // Debian's chromium, as ARCHITECTURE.md prescribes; CI installs it. A missing browser fails the test.
 const CHROMIUM = '/usr/bin/chromium';
