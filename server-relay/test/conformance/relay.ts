@@ -3,14 +3,14 @@
  * configured only by its environment, APNs in capture mode), and raw HTTP helpers so tests can check
  * the exact bytes of the wire (status, headers, body) as the reference relay answers them.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRelayClient } from '@conduit/generated/relay/client';
-import { freePort } from '@conduit/contracts/testing';
+import { freePort, startServerProcess } from '@conduit/contracts/testing';
 
 const RELAY_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = path.join(RELAY_DIR, 'src/main.ts');
@@ -114,36 +114,22 @@ export async function request(baseUrl: string, method: string, urlPath: string, 
 export async function startRelay(env: Record<string, string> = {}): Promise<Relay> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'relay-conformance-'));
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+  const { url, child, output, exited } = await startServerProcess({
+    name: 'relay',
+    command: process.execPath,
+    args: ['--import', 'tsx', MAIN],
     cwd: RELAY_DIR,
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), ...baseEnv(dir), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    port,
+    ready: async (base) => (await fetch(`${base}/healthz`)).ok,
+    pollMs: 50,
   });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`relay exited with ${child.exitCode}:\n${output}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`relay did not start:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
   const capturePath = env.APNS_CAPTURE_PATH ?? path.join(dir, 'apns.jsonl');
   return {
     url,
     dir,
     child,
-    output: () => output,
+    output,
     call: (method, urlPath, options) => request(url, method, urlPath, options),
     client: createRelayClient({ baseUrl: url, headers: { 'x-forwarded-for': '10.255.255.254' } }),
     captures: () =>

@@ -1,18 +1,13 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@conduit/contracts/testing';
+import { freePort, startServerProcess, type ServerProcess } from '@conduit/contracts/testing';
 
 export const RELAY_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = path.join(RELAY_DIR, 'src/main.ts');
 
-export interface RelayProcess {
-  url: string;
-  child: ChildProcess;
-  output: () => string;
-  /** Resolves with the exit code (null when killed by a signal). */
-  exited: Promise<number | null>;
-}
+/** A relay started by `startRelayProcess`. */
+export type RelayProcess = ServerProcess;
 
 /**
  * The relay as operators run it: one node process (tsx as a loader, not a wrapper process, so a
@@ -25,32 +20,16 @@ export async function startRelayProcess(
   nodeFlags: string[] = [],
 ): Promise<RelayProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', MAIN], {
+  return startServerProcess({
+    name: 'relay',
+    command: process.execPath,
+    args: [...nodeFlags, '--import', 'tsx', MAIN],
     cwd: RELAY_DIR,
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    port,
+    ready: async (url) => (await fetch(`${url}/healthz`)).ok,
+    timeoutMs,
   });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`relay exited with ${child.exitCode}:\n${output}`);
-    try {
-      const response = await fetch(`${url}/healthz`);
-      if (response.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`relay did not start:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return { url, child, output: () => output, exited };
 }
 
 /** Runs a relay command to completion without blocking the test's event loop. */

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@conduit/contracts/testing';
+import { freePort, startServerProcess } from '@conduit/contracts/testing';
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const REPO_ROOT = path.resolve(PACKAGE_ROOT, '..');
@@ -27,37 +27,23 @@ export async function startGatewayProcess(
     nodeFlags.length > 0
       ? [...wrapper, process.execPath, ...nodeFlags, '--import', 'tsx', entry]
       : [...wrapper, path.join(REPO_ROOT, 'node_modules/.bin/tsx'), entry];
-  const child = spawn(command[0] as string, command.slice(1), {
+  const server = await startServerProcess({
+    name: 'gateway',
+    command: command[0] as string,
+    args: command.slice(1),
     cwd: PACKAGE_ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HERMES_REALTIME_PORT: String(port), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    port,
+    // Discovery answers 401 without the key once the gateway listens.
+    ready: async (url) => (await fetch(`${url}/v1/realtime/discovery`)).status === 401,
   });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}:\n${output}`);
-    try {
-      if ((await fetch(`${url}/v1/realtime/discovery`)).status === 401) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`gateway did not start:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
   return {
-    url,
-    child,
-    output: () => output,
+    url: server.url,
+    child: server.child,
+    output: server.output,
     stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
+      if (server.child.exitCode === null) server.child.kill('SIGTERM');
+      await server.exited;
     },
   };
 }
