@@ -172,6 +172,12 @@ export class InboxProcessor {
       await this.process(row);
     } catch (err) {
       const reason = (err as Error).message;
+      if (!this.running) {
+        // Shutdown outlasted this turn (its grace ran out, the inbox may be closed): the row is still
+        // processing or dispatched and replays on the next start, under the same Idempotency-Keys.
+        this.o.log.info('relay event interrupted by shutdown; it replays on the next start', { event_id: row.eventId });
+        return;
+      }
       this.o.log.warn('relay event will be retried', {
         event_id: row.eventId,
         attempt: row.attemptCount,

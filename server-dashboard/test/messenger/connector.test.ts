@@ -163,6 +163,40 @@ describe('messenger connector against the fake Relay and Hermes', () => {
     ]);
   });
 
+  it('a turn outlasting the shutdown grace is left to replay on the next start: one reply, no retry logged', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let runs = 0;
+    fakes.hermes.script = async (run, ctl) => {
+      runs += 1;
+      if (runs === 1) await held;
+      ctl.emit('run.completed', { output: `answer to ${run.input}` });
+    };
+    const lines: string[] = [];
+    const log = {
+      info: (msg: string) => lines.push(`info ${msg}`),
+      warn: (msg: string) => lines.push(`warn ${msg}`),
+      error: (msg: string) => lines.push(`error ${msg}`),
+    };
+    const agent = new HermesRunsBackend({ baseUrl: fakes.hermes.url, apiKey: HERMES_KEY });
+    const first = MessengerConnector.start({ config: fakes.config(), agent, log });
+    const ev = inboundMessage({ chatId: randomUUID(), senderId: randomUUID(), text: 'slow one' });
+    fakes.relay.push(ev);
+    await waitFor(() => fakes.hermes.createdRuns.length === 1, 30_000, 'the run');
+    await first.stop(); // waits out the 5 s grace with the run still going, then closes the inbox
+    release();
+    await waitFor(() => lines.some((l) => l.includes('interrupted by shutdown')), 10_000, 'the shutdown note');
+    expect(lines.filter((l) => l.startsWith('warn') || l.startsWith('error'))).toEqual([]);
+    // The next start replays the turn under the same keys: Relay holds one reply.
+    connector = start();
+    const c = connector;
+    await waitFor(() => c.inbox.status(String(ev['event_id'])) === 'completed', 30_000, 'replayed');
+    expect(fakes.relay.messages.size).toBe(1);
+    expect(new Set(fakes.hermes.createdRuns.map((r) => r.key))).toEqual(
+      new Set([`relay-turn-${String(ev['event_id'])}`]),
+    );
+  }, 60_000);
+
   it('a tool approval is asked in the chat and answered by /approve always', async () => {
     fakes.hermes.script = async (run, ctl) => {
       ctl.emit('approval.request', {
