@@ -2,7 +2,7 @@
  * Pairing, test pushes and unpairing against a real relay process (server-relay in APNs capture mode),
  * with the phone's side played through the relay's device API via the generated relay client.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -18,7 +18,7 @@ import { deriveE2eKeys } from '../../src/crypto/e2e-keys.js';
 import { runPush, type PushCliDeps } from '../../src/pairing/cli.js';
 import { provisionE2eKey } from '../../src/pairing/e2e-provisioning.js';
 import { createRelayApi } from '../../src/pairing/relay-api.js';
-import { freePort } from '@conduit/contracts/testing';
+import { freePort, startServerProcess } from '@conduit/contracts/testing';
 
 const REPO = resolve(new URL('.', import.meta.url).pathname, '../../..');
 const TOPIC = 'dev.conduit.test';
@@ -26,7 +26,7 @@ let relayProcess: ChildProcess;
 let relayUrl: string;
 let dataDir: string;
 let home: string;
-let output = '';
+let output: () => string = () => '';
 const capturePath = () => join(dataDir, 'capture.jsonl');
 
 beforeAll(async () => {
@@ -34,7 +34,10 @@ beforeAll(async () => {
   home = join(dataDir, 'hermes');
   const port = await freePort();
   relayUrl = `http://127.0.0.1:${port}`;
-  relayProcess = spawn(join(REPO, 'node_modules/.bin/tsx'), [join(REPO, 'server-relay/src/main.ts')], {
+  const server = await startServerProcess({
+    name: 'relay',
+    command: join(REPO, 'node_modules/.bin/tsx'),
+    args: [join(REPO, 'server-relay/src/main.ts')],
     cwd: REPO,
     env: {
       ...process.env,
@@ -46,21 +49,12 @@ beforeAll(async () => {
       APNS_MODE: 'accept',
       APNS_CAPTURE_PATH: capturePath(),
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    port,
+    ready: async (url) => (await fetch(`${url}/healthz`)).ok,
+    timeoutMs: 60_000,
   });
-  relayProcess.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  relayProcess.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (relayProcess.exitCode !== null) throw new Error(`relay exited:\n${output}`);
-    const ok = await fetch(`${relayUrl}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    if (Date.now() > deadline) throw new Error(`relay did not start:\n${output}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  relayProcess = server.child;
+  output = server.output;
 });
 
 afterAll(async () => {
@@ -78,7 +72,7 @@ async function phoneMintsCode(): Promise<{ installationId: string; code: string 
   const registered = await relay.POST('/v1/installations', {
     body: { bundle_id: TOPIC, device_token: randomBytes(32).toString('hex'), environment: 'production' },
   });
-  if (!registered.data) throw new Error(`register failed: ${registered.response.status} ${output}`);
+  if (!registered.data) throw new Error(`register failed: ${registered.response.status} ${output()}`);
   const installationId = registered.data.installation.id;
   const pairing = await relay.POST('/v1/installations/{id}/pairings', {
     params: { path: { id: installationId } },

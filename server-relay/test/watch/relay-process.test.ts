@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,7 @@ import { ApnsSimulator } from '../../src/apns/simulator.js';
 import { providerKeyPair } from '../apns/keys.js';
 import { audioMessage, open, RawClient, refused } from './ws-clients.js';
 import { b64, sealedCall, watchKey } from './harness.js';
-import { freePort } from '@conduit/contracts/testing';
+import { freePort, startServerProcess } from '@conduit/contracts/testing';
 
 /**
  * The Watch features through a real relay process (src/main.ts, configured only by its
@@ -23,7 +23,6 @@ const dir = mkdtempSync(join(tmpdir(), 'relay-watch-process-'));
 const key = providerKeyPair();
 let simulator: ApnsSimulator;
 let child: ChildProcess;
-let output = '';
 let baseUrl: string;
 let port: number;
 let relay: ReturnType<typeof createRelayClient>;
@@ -36,7 +35,10 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'simulator-ca.pem'), simulator.ca);
   port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
-  child = spawn(join(root, 'node_modules/.bin/tsx'), [join(root, 'server-relay/src/main.ts')], {
+  const server = await startServerProcess({
+    name: 'relay',
+    command: join(root, 'node_modules/.bin/tsx'),
+    args: [join(root, 'server-relay/src/main.ts')],
     cwd: root,
     env: {
       ...process.env,
@@ -54,21 +56,12 @@ beforeAll(async () => {
       WATCH_CALL_WAIT_MS: '400',
       WATCH_AUDIO_IDLE_MS: '5000',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    port,
+    ready: async (url) => (await fetch(`${url}/healthz`)).ok,
+    timeoutMs: 90_000,
+    pollMs: 200,
   });
-  child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`relay exited ${child.exitCode}:\n${output}`);
-    if (Date.now() > deadline) throw new Error(`relay did not start:\n${output}`);
-    const ok = await fetch(`${baseUrl}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  child = server.child;
   relay = createRelayClient({ baseUrl });
   const registered = await relay.POST('/v1/installations', {
     body: { bundle_id: TOPIC, device_token: randomBytes(32).toString('hex'), environment: 'production' },
