@@ -260,7 +260,25 @@ const stageTimes = new Map<string, number[]>();
 /** The first turn of the fresh gateway process (compiles the turn path's code and opens the upstream connections). */
 let firstTurnMs = NaN;
 
+/**
+ * One request to each fake provider endpoint from here, so the fakes' own first-request costs (compiling their
+ * handlers) are not counted as gateway latency: the providers are meant to be instant.
+ */
+async function warmFakeProviders(): Promise<void> {
+  const base = upstream.openAiBaseUrl;
+  const form = new FormData();
+  form.append('file', new Blob([new Uint8Array(64)], { type: 'audio/wav' }), 'warm.wav');
+  form.append('model', 'bench');
+  await (await fetch(`${base}/audio/transcriptions`, { method: 'POST', body: form })).text();
+  const json = { 'content-type': 'application/json' };
+  const chat = { model: 'bench', stream: true, messages: [{ role: 'user', content: 'warm' }] };
+  await (await fetch(`${base}/chat/completions`, { method: 'POST', headers: json, body: JSON.stringify(chat) })).text();
+  const speech = { model: 'bench', voice: 'bench', input: 'Warm.', response_format: 'pcm' };
+  await (await fetch(`${base}/audio/speech`, { method: 'POST', headers: json, body: JSON.stringify(speech) })).text();
+}
+
 async function measureLatency(): Promise<number[]> {
+  await warmFakeProviders();
   const latencyGateway = await startGatewayProcess(gatewayEnv, wrapper, nodeFlags);
   const latencies: number[] = [];
   try {

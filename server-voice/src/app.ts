@@ -8,7 +8,7 @@ import type { VoiceConfig } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { SharedFrameClock, type FrameClock } from './media/frame-clock.js';
 import { warmUpTurnPath, warmUpWebrtc } from './media/warm-up.js';
-import { providersFromConfig } from './pipeline/providers-from-config.js';
+import { providersFromConfig, warmUpConfiguredProviders } from './pipeline/providers-from-config.js';
 import type { SpeechToText, TextToSpeech } from './providers/types.js';
 import { callRoutes } from './routes/calls.js';
 import { demoRoutes } from './routes/demo.js';
@@ -70,9 +70,14 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
     if (pacingLog) clearInterval(pacingLog);
     await registry.closeAll('gateway shutting down');
   });
-  await Promise.all([warmUpWebrtc(), warmUpTurnPath()]);
+  const [, , warmed] = await Promise.all([
+    warmUpWebrtc(),
+    warmUpTurnPath(),
+    warmUpConfiguredProviders(config, overrides),
+  ]);
   await app.ready();
   logger.info('gateway_ready', {
+    providers_warmed: warmed,
     agent: providers.agent.label,
     stt: providers.stt.label,
     tts: providers.tts.label,

@@ -1,8 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { RTCPeerConnection } from 'werift';
+import type { AgentBackend } from '../agent/agent-backend.js';
 import { PcmResampler } from '../audio/resampler.js';
 import { SAMPLE_RATE_HZ } from '../audio/types.js';
+import type { SpeechToText, TextToSpeech } from '../providers/types.js';
 import { peerConfig } from './call-peer.js';
 
 let warming: Promise<void> | null = null;
@@ -76,4 +78,96 @@ export function warmUpTurnPath(): Promise<void> {
     }
   })();
   return warmingHttp;
+}
+
+/** What `warmUpProviders` ran (tests, the startup log). */
+export type WarmedPart = 'stt' | 'agent' | 'tts';
+
+/** How long the provider warm-up may take before start-up goes on without it. */
+const PROVIDER_WARM_UP_MS = 5_000;
+
+/**
+ * Runs the configured providers' own code once against a throwaway local server that answers in their wire
+ * formats (OpenAI-compatible transcription JSON, chat-completions SSE, raw PCM speech): their fetch is
+ * redirected there, so nothing leaves the machine, but the request building, multipart upload, stream parsing
+ * and PCM decoding that a first turn runs are compiled before the first caller speaks (that turn was ~20 ms
+ * slower than the rest, bench:voice). espeak-ng speech is local and is warmed as it is. The Hermes agent's run
+ * protocol is not imitated: its first turn still pays. A failure or timeout here is never fatal.
+ */
+export async function warmUpProviders(parts: {
+  stt?: (fetchImpl: typeof fetch) => SpeechToText | null;
+  agent?: (fetchImpl: typeof fetch) => AgentBackend | null;
+  tts?: (fetchImpl: typeof fetch) => TextToSpeech | null;
+}): Promise<WarmedPart[]> {
+  const server = http.createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      const path = request.url ?? '';
+      if (path.endsWith('/audio/transcriptions')) {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end('{"text":"warm"}');
+      } else if (path.endsWith('/chat/completions')) {
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.write('data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"Warm."}}]}\n\n');
+        response.end('data: [DONE]\n\n');
+      } else if (path.endsWith('/audio/speech')) {
+        response.writeHead(200, { 'content-type': 'application/octet-stream' });
+        response.write(Buffer.alloc(2400));
+        response.end(Buffer.alloc(2400));
+      } else {
+        response.writeHead(404).end();
+      }
+    });
+  });
+  const warmed: WarmedPart[] = [];
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', resolve);
+    });
+    const { port } = server.address() as AddressInfo;
+    const local: typeof fetch = (input, init) => {
+      const target = new URL(input instanceof Request ? input.url : String(input));
+      return fetch(`http://127.0.0.1:${port}${target.pathname}${target.search}`, init);
+    };
+    const signal = AbortSignal.timeout(PROVIDER_WARM_UP_MS);
+    const run = async (part: WarmedPart, work: () => Promise<unknown>) => {
+      try {
+        await work();
+        warmed.push(part);
+      } catch {
+        // Only a warm-up: the first real turn pays instead.
+      }
+    };
+    const stt = parts.stt?.(local);
+    const agent = parts.agent?.(local);
+    const tts = parts.tts?.(local);
+    await Promise.all([
+      stt && run('stt', () => stt.transcribe({ pcm: new Int16Array(9600), sampleRateHz: SAMPLE_RATE_HZ }, { signal })),
+      agent &&
+        run('agent', async () => {
+          const reply = agent.respond({
+            sessionKey: 'warm-up',
+            text: 'warm',
+            instructions: '',
+            tools: [],
+            toolChoice: 'auto',
+            signal,
+            callTool: () => Promise.resolve(''),
+          });
+          for (let step = await reply.next(); !step.done; step = await reply.next());
+          agent.endSession('warm-up');
+        }),
+      tts &&
+        run('tts', async () => {
+          for await (const chunk of tts.synthesize('Warm.', { signal })) void chunk;
+        }),
+    ]);
+  } catch {
+    // As above.
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+  return warmed.sort();
 }

@@ -6,6 +6,7 @@ import { EnergyDetectorFactory } from '../audio/energy-detector.js';
 import { SileroDetectorFactory } from '../audio/silero.js';
 import type { VoiceDetectorFactory } from '../audio/types.js';
 import { ConfigError, type AgentConfig, type VoiceConfig } from '../config.js';
+import { warmUpProviders, type WarmedPart } from '../media/warm-up.js';
 import { speechProvidersFromEnv } from '../providers/config.js';
 import { SpeechProviderError, type SpeechToText, type TextToSpeech } from '../providers/types.js';
 import { UnconfiguredSpeechToText } from './unconfigured-stt.js';
@@ -64,4 +65,26 @@ export async function providersFromConfig(
     tts: overrides.tts ?? (speech as { tts: TextToSpeech }).tts,
     detectorFactory,
   };
+}
+
+/**
+ * Warms the configured providers' code paths before the gateway listens (`warmUpProviders`): the speech
+ * providers and an OpenAI-compatible agent, built again from the same settings with their requests sent to a
+ * local stand-in. Providers a test or benchmark passed in are left alone.
+ */
+export function warmUpConfiguredProviders(
+  config: VoiceConfig,
+  overrides: Partial<GatewayProviders>,
+): Promise<WarmedPart[]> {
+  const agent = config.agent;
+  return warmUpProviders({
+    ...(overrides.stt ? {} : { stt: (fetchImpl) => speechProvidersFromEnv(config.speechEnv, fetchImpl).stt }),
+    ...(overrides.tts ? {} : { tts: (fetchImpl) => speechProvidersFromEnv(config.speechEnv, fetchImpl).tts }),
+    ...(overrides.agent || agent.kind !== 'openai'
+      ? {}
+      : {
+          agent: (fetchImpl) =>
+            new OpenAiChatAgent({ baseUrl: agent.baseUrl, apiKey: agent.apiKey, model: agent.model, fetch: fetchImpl }),
+        }),
+  });
 }
