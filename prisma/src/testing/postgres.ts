@@ -6,29 +6,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { freePort } from '@conduit/contracts/testing';
 
 export interface TestDatabase {
   /** Connection URL of a fresh, empty database. */
   url: string;
   /** Drops the database (and stops an embedded server this call started). */
   release(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 async function createDatabase(adminUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
