@@ -7,8 +7,8 @@ import type { CallServices } from './calls/realtime-call.js';
 import type { VoiceConfig } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { SharedFrameClock, type FrameClock } from './media/frame-clock.js';
-import { warmUpTurnPath, warmUpWebrtc } from './media/warm-up.js';
-import { providersFromConfig, warmUpConfiguredProviders } from './pipeline/providers-from-config.js';
+import { warmUpWebrtc } from './media/warm-up.js';
+import { providersFromConfig, warmUpConfiguredTurnPath } from './pipeline/providers-from-config.js';
 import type { SpeechToText, TextToSpeech } from './providers/types.js';
 import { callRoutes } from './routes/calls.js';
 import { demoRoutes } from './routes/demo.js';
@@ -70,11 +70,7 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
     if (pacingLog) clearInterval(pacingLog);
     await registry.closeAll('gateway shutting down');
   });
-  const [, , warmed] = await Promise.all([
-    warmUpWebrtc(),
-    warmUpTurnPath(),
-    warmUpConfiguredProviders(config, overrides),
-  ]);
+  const [, warmed] = await Promise.all([warmUpWebrtc(), warmUpConfiguredTurnPath(config, overrides)]);
   await app.ready();
   logger.info('gateway_ready', {
     providers_warmed: warmed,

@@ -39,66 +39,32 @@ export function warmUpWebrtc(timeoutMs = 15_000): Promise<void> {
   return warming;
 }
 
-let warmingHttp: Promise<void> | null = null;
-
-/**
- * Exercises the provider path once per process against a throwaway local server: the first `fetch` of a
- * process loads and compiles Node's HTTP client (and its wasm HTTP parser), which added a few hundred
- * milliseconds to the first caller's first reply. A multipart upload answered with JSON (speech-to-text) and
- * a streamed answer read chunk by chunk (agent and speech) are what a turn does; the resampler's 48 → 16 kHz
- * filter (speech-to-text upload, Silero) is designed too. Speech needs none: 24 kHz goes straight to Opus. Nothing leaves the machine, and a failure here is never fatal.
- */
-export function warmUpTurnPath(): Promise<void> {
-  warmingHttp ??= (async () => {
-    new PcmResampler(SAMPLE_RATE_HZ, 16_000).process(new Int16Array(4800));
-    const server = http.createServer((request, response) => {
-      request.resume();
-      request.on('end', () => {
-        response.writeHead(200, { 'content-type': 'application/json' });
-        response.write('{"text":');
-        response.end('"warm"}');
-      });
-    });
-    try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', resolve);
-      });
-      const { port } = server.address() as AddressInfo;
-      const form = new FormData();
-      form.append('file', new Blob([new Uint8Array(64)], { type: 'audio/wav' }), 'warm.wav');
-      await (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: form })).json();
-      const streamed = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: '{}' });
-      if (streamed.body) for await (const chunk of streamed.body) void chunk;
-    } catch {
-      // Only a warm-up: the first real request pays the cost instead.
-    } finally {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
-  })();
-  return warmingHttp;
-}
-
-/** What `warmUpProviders` ran (tests, the startup log). */
+/** What `warmUpTurnPath` ran (tests, the startup log). */
 export type WarmedPart = 'stt' | 'agent' | 'tts';
 
 /** How long the provider warm-up may take before start-up goes on without it. */
 const PROVIDER_WARM_UP_MS = 5_000;
 
 /**
- * Runs the configured providers' own code once against a throwaway local server that answers in their wire
- * formats (OpenAI-compatible transcription JSON, chat-completions SSE, raw PCM speech): their fetch is
- * redirected there, so nothing leaves the machine, but the request building, multipart upload, stream parsing
- * and PCM decoding that a first turn runs are compiled before the first caller speaks (that turn was ~20 ms
- * slower than the rest, bench:voice). espeak-ng speech is local and is warmed as it is. The Hermes agent's run
- * protocol is not imitated: its first turn still pays. A failure or timeout here is never fatal.
+ * Runs a turn's code once before the gateway listens, against a throwaway local server, so the first caller
+ * does not pay one-time costs (the first `fetch` of a process loads Node's HTTP client and its wasm parser:
+ * a few hundred milliseconds; compiling the providers' own code: ~20 ms more on the first turn, bench:voice):
+ * - the resampler's 48 → 16 kHz filter (speech-to-text upload, Silero) is designed;
+ * - a multipart upload answered with JSON and a streamed answer read chunk by chunk, whatever is configured;
+ * - the configured providers themselves, their fetch redirected to the local server, which answers in their
+ *   wire formats (OpenAI-compatible transcription JSON, chat-completions SSE, raw PCM speech). espeak-ng speech
+ *   is local and runs as it is; the Hermes agent's run protocol is not imitated (the generic round trip is
+ *   what warms its path).
+ * Nothing leaves the machine, and a failure or timeout here is never fatal. Returns the providers it warmed.
  */
-export async function warmUpProviders(parts: {
-  stt?: (fetchImpl: typeof fetch) => SpeechToText | null;
-  agent?: (fetchImpl: typeof fetch) => AgentBackend | null;
-  tts?: (fetchImpl: typeof fetch) => TextToSpeech | null;
-}): Promise<WarmedPart[]> {
+export async function warmUpTurnPath(
+  parts: {
+    stt?: (fetchImpl: typeof fetch) => SpeechToText | null;
+    agent?: (fetchImpl: typeof fetch) => AgentBackend | null;
+    tts?: (fetchImpl: typeof fetch) => TextToSpeech | null;
+  } = {},
+): Promise<WarmedPart[]> {
+  new PcmResampler(SAMPLE_RATE_HZ, 16_000).process(new Int16Array(4800));
   const server = http.createServer((request, response) => {
     request.resume();
     request.on('end', () => {
@@ -115,7 +81,9 @@ export async function warmUpProviders(parts: {
         response.write(Buffer.alloc(2400));
         response.end(Buffer.alloc(2400));
       } else {
-        response.writeHead(404).end();
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.write('{"text":');
+        response.end('"warm"}');
       }
     });
   });
@@ -130,6 +98,11 @@ export async function warmUpProviders(parts: {
       const target = new URL(input instanceof Request ? input.url : String(input));
       return fetch(`http://127.0.0.1:${port}${target.pathname}${target.search}`, init);
     };
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(64)], { type: 'audio/wav' }), 'warm.wav');
+    await (await fetch(`http://127.0.0.1:${port}/warm`, { method: 'POST', body: form })).json();
+    const streamed = await fetch(`http://127.0.0.1:${port}/warm`, { method: 'POST', body: '{}' });
+    if (streamed.body) for await (const chunk of streamed.body) void chunk;
     const signal = AbortSignal.timeout(PROVIDER_WARM_UP_MS);
     const run = async (part: WarmedPart, work: () => Promise<unknown>) => {
       try {

@@ -6,7 +6,7 @@ import { EnergyDetectorFactory } from '../audio/energy-detector.js';
 import { SileroDetectorFactory } from '../audio/silero.js';
 import type { VoiceDetectorFactory } from '../audio/types.js';
 import { ConfigError, type AgentConfig, type VoiceConfig } from '../config.js';
-import { warmUpProviders, type WarmedPart } from '../media/warm-up.js';
+import { warmUpTurnPath, type WarmedPart } from '../media/warm-up.js';
 import { speechProvidersFromEnv } from '../providers/config.js';
 import { SpeechProviderError, type SpeechToText, type TextToSpeech } from '../providers/types.js';
 import { UnconfiguredSpeechToText } from './unconfigured-stt.js';
@@ -68,16 +68,16 @@ export async function providersFromConfig(
 }
 
 /**
- * Warms the configured providers' code paths before the gateway listens (`warmUpProviders`): the speech
+ * Warms a turn's code paths before the gateway listens (`warmUpTurnPath`), with the speech
  * providers and an OpenAI-compatible agent, built again from the same settings with their requests sent to a
  * local stand-in. Providers a test or benchmark passed in are left alone.
  */
-export function warmUpConfiguredProviders(
+export function warmUpConfiguredTurnPath(
   config: VoiceConfig,
   overrides: Partial<GatewayProviders>,
 ): Promise<WarmedPart[]> {
   const agent = config.agent;
-  return warmUpProviders({
+  return warmUpTurnPath({
     ...(overrides.stt ? {} : { stt: (fetchImpl) => speechProvidersFromEnv(config.speechEnv, fetchImpl).stt }),
     ...(overrides.tts ? {} : { tts: (fetchImpl) => speechProvidersFromEnv(config.speechEnv, fetchImpl).tts }),
     ...(overrides.agent || agent.kind !== 'openai'

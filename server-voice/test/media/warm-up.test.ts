@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { warmUpConfiguredProviders } from '../../src/pipeline/providers-from-config.js';
+import { warmUpConfiguredTurnPath } from '../../src/pipeline/providers-from-config.js';
 import { ScriptedSpeechToText, ScriptedTextToSpeech } from '../../src/providers/scripted.js';
 
 /** TEST-NET-1 (RFC 5737): never routed, so a request that really went there would hang until the deadline. */
@@ -19,15 +19,15 @@ describe('provider warm-up before the gateway listens', () => {
       HERMES_REALTIME_TTS_BASE_URL: NOWHERE,
     });
     const started = Date.now();
-    expect(await warmUpConfiguredProviders(config, {})).toEqual(['agent', 'stt', 'tts']);
+    expect(await warmUpConfiguredTurnPath(config, {})).toEqual(['agent', 'stt', 'tts']);
     expect(Date.now() - started).toBeLessThan(3_000);
   });
 
   it('warms local espeak-ng speech, and leaves alone what a test passed in and the echo agent', async () => {
     const config = loadConfig({ HERMES_REALTIME_API_KEY: 'warm-key', HERMES_REALTIME_TTS_PROVIDER: 'espeak' });
-    expect(await warmUpConfiguredProviders(config, {})).toEqual(['tts']);
+    expect(await warmUpConfiguredTurnPath(config, {})).toEqual(['tts']);
     const scripted = { stt: new ScriptedSpeechToText(['x']), tts: new ScriptedTextToSpeech() };
-    expect(await warmUpConfiguredProviders(config, scripted)).toEqual([]);
+    expect(await warmUpConfiguredTurnPath(config, scripted)).toEqual([]);
     expect(scripted.stt.calls).toEqual([]);
   });
 });
