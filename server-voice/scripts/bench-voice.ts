@@ -7,7 +7,7 @@
  * to the first outbound RTP of the reply with instant local fake providers; (c) Silero inference time per
  * window. Prints JSON. Options: --calls 10,20,40 (0: none) --seconds 8 --turns 10, --concurrency-only, --cpu-prof DIR,
  * --node-flags="FLAGS" for the gateway, --gateway-log FILE,
- * --wire-dump FILE.
+ * --wire-dump FILE, --gateway-env KEY=VALUE,... (gateway settings, e.g. HERMES_REALTIME_MEDIA_SENDER=inline).
  */
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
@@ -32,6 +32,8 @@ const { values } = parseArgs({
     'node-flags': { type: 'string' },
     /** Writes the wire capture's RTP sightings and the gateway's ports of each concurrency run to FILE-<calls>.json. */
     'wire-dump': { type: 'string' },
+    /** Extra gateway settings, comma-separated KEY=VALUE (e.g. HERMES_REALTIME_MEDIA_SENDER=inline). */
+    'gateway-env': { type: 'string' },
     /** Appends every gateway process's output (its logs, and what --node-flags print) to this file. */
     'gateway-log': { type: 'string' },
     /** Only the concurrency runs (no latency turns, no Silero). */
@@ -96,6 +98,16 @@ const upstream = await startFakeUpstreams({
   reply: () => ['Here is a long answer that keeps the gateway speaking. '.repeat(30)],
   speechMsPerChar: 25,
 });
+const extraEnv = Object.fromEntries(
+  (values['gateway-env'] ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((pair) => {
+      const at = pair.indexOf('=');
+      if (at <= 0) throw new Error(`--gateway-env takes KEY=VALUE pairs, not "${pair}"`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+);
 const gatewayEnv = {
   HERMES_REALTIME_API_KEY: KEY,
   HERMES_REALTIME_MAX_CALLS: '500',
@@ -107,6 +119,7 @@ const gatewayEnv = {
   HERMES_REALTIME_STT_BASE_URL: upstream.openAiBaseUrl,
   HERMES_REALTIME_TTS_PROVIDER: 'openai',
   HERMES_REALTIME_TTS_BASE_URL: upstream.openAiBaseUrl,
+  ...extraEnv,
 };
 
 // What the clients send continuously: two seconds of quiet room noise (RMS ≈ 23, under any speech threshold),
@@ -223,9 +236,19 @@ for (const calls of values.calls
         return at >= windowStartWall + 5000 && at <= windowEndWall;
       });
     const speaking = clients.filter((c) => !c.types().includes('output_audio_buffer.stopped')).length;
+    // Who paced: the media sender process (and the scheduling its thread got) or the gateway's own loop.
+    const readyLine = gateway
+      .output()
+      .split('\n')
+      .find((line) => line.includes('"event":"gateway_ready"'));
+    const ready = readyLine
+      ? (JSON.parse(readyLine) as { media_sender?: string; media_sender_scheduling?: string })
+      : {};
     concurrency.push({
       calls,
       pinned_to_one_core: pinned,
+      media_sender: ready.media_sender ?? null,
+      media_sender_scheduling: ready.media_sender_scheduling ?? null,
       packets_per_call_per_s: round(packets / calls / elapsed, 1),
       jitter_p50_ms: round(percentile(jitter, 50)),
       jitter_p99_ms: round(percentile(jitter, 99)),

@@ -6,6 +6,7 @@ import { CallRegistry } from './calls/call-registry.js';
 import type { CallServices } from './calls/realtime-call.js';
 import type { VoiceConfig } from './config.js';
 import { createLogger, type Logger } from './log.js';
+import { MediaSender } from './media/media-sender.js';
 import { SharedFrameClock, type FrameClock } from './media/frame-clock.js';
 import { warmUpWebrtc } from './media/warm-up.js';
 import { providersFromConfig, warmUpConfiguredTurnPath } from './pipeline/providers-from-config.js';
@@ -42,12 +43,22 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
   const providers = await providersFromConfig(config, overrides);
   const registry = new CallRegistry(config.maxCalls);
   const clock = overrides.clock ?? new SharedFrameClock();
+  // A test's own clock paces in-process; otherwise the configured sender does.
+  const mediaSender =
+    config.mediaSender === 'process' && !overrides.clock
+      ? new MediaSender(logger, {
+          lowerHelperThreads: config.lowerHelperThreads,
+          realtimePriority: config.senderRealtimePriority,
+        })
+      : null;
   // Every 5 s with calls live: how evenly the shared clock sent frames (operators and bench:voice read it).
   const pacingLog =
     clock instanceof SharedFrameClock
       ? setInterval(() => {
-          const stats = clock.takePacingStats();
-          if (stats) logger.info('pacing', { calls: registry.activeCount, ...stats });
+          const local = clock.takePacingStats();
+          if (local) logger.info('pacing', { sender: 'inline', calls: registry.activeCount, ...local });
+          const remote = mediaSender?.takePacing();
+          if (remote) logger.info('pacing', { sender: 'process', calls: remote.calls, ...remote.stats });
         }, PACING_LOG_INTERVAL_MS)
       : null;
   pacingLog?.unref();
@@ -58,6 +69,7 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
     bargeIn: config.bargeIn,
     iceServers: config.iceServers,
     clock,
+    mediaSender,
     logger,
     randomHex: (bytes) => randomBytes(bytes).toString('hex'),
     delay: overrides.delay ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
@@ -69,8 +81,13 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
   app.addHook('onClose', async () => {
     if (pacingLog) clearInterval(pacingLog);
     await registry.closeAll('gateway shutting down');
+    await mediaSender?.close();
   });
-  const [, warmed] = await Promise.all([warmUpWebrtc(), warmUpConfiguredTurnPath(config, overrides)]);
+  const [, warmed] = await Promise.all([
+    warmUpWebrtc(),
+    warmUpConfiguredTurnPath(config, overrides),
+    mediaSender?.start(),
+  ]);
   await app.ready();
   logger.info('gateway_ready', {
     providers_warmed: warmed,
@@ -78,6 +95,8 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
     stt: providers.stt.label,
     tts: providers.tts.label,
     vad: providers.detectorFactory.backend,
+    media_sender: mediaSender ? 'process' : 'inline',
+    ...(mediaSender?.started ? { media_sender_scheduling: mediaSender.started.policy } : {}),
     max_calls: config.maxCalls,
   });
   return app;

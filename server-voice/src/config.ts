@@ -43,6 +43,16 @@ export interface VoiceConfig {
    * audio (src/media/thread-priority.ts). On by default; Linux only.
    */
   lowerHelperThreads: boolean;
+  /**
+   * Who paces and sends outbound audio: `process` (a media sender process, src/media/media-sender.ts; the
+   * default where sockets can be passed to a child process) or `inline` (the gateway's own event loop).
+   */
+  mediaSender: 'process' | 'inline';
+  /**
+   * The real-time round-robin priority (1–99) the media sender process asks for, 0 for normal scheduling
+   * (src/media/thread-priority.ts `requestRealtimeScheduling`). Default 10.
+   */
+  senderRealtimePriority: number;
 }
 
 export class ConfigError extends Error {}
@@ -82,11 +92,21 @@ export function voiceConfig(overrides: Partial<VoiceConfig> & { apiKey: string }
     speechEnv: {},
     debug: false,
     lowerHelperThreads: true,
+    mediaSender: 'inline',
+    senderRealtimePriority: 10,
     ...overrides,
   };
 }
 
 type Source = Record<string, unknown>;
+
+/** HERMES_REALTIME_MEDIA_SENDER: `process` unless on Windows (no socket handles for child processes there). */
+function loadMediaSender(s: Settings): VoiceConfig['mediaSender'] {
+  const found = s.raw('HERMES_REALTIME_MEDIA_SENDER', 'media_sender');
+  if (!found) return process.platform === 'win32' ? 'inline' : 'process';
+  if (found.value === 'process' || found.value === 'inline') return found.value;
+  throw new ConfigError(`${found.name} must be "process" or "inline".`);
+}
 
 /** Reads one setting: the environment variable wins over the config file key. Blank env values count as unset. */
 class Settings {
@@ -265,5 +285,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): VoiceConfig {
     speechEnv: loadSpeechEnv(env, file),
     debug: s.boolean('HERMES_REALTIME_DEBUG', 'debug') ?? false,
     lowerHelperThreads: s.boolean('HERMES_REALTIME_LOWER_HELPER_THREADS', 'lower_helper_threads') ?? true,
+    mediaSender: loadMediaSender(s),
+    senderRealtimePriority:
+      s.number(
+        'HERMES_REALTIME_SENDER_RT_PRIORITY',
+        'sender_rt_priority',
+        integer(0, 99),
+        'a whole number from 0 to 99',
+      ) ?? 10,
   };
 }

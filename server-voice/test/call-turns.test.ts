@@ -11,29 +11,33 @@ import { RealtimeClient } from '../src/testing/realtime-client.js';
 import { toneSpeech } from '../src/testing/gateway-process.js';
 
 const KEY = 'turns-key';
-let app: FastifyInstance;
-let url: string;
 
-beforeAll(async () => {
-  app = await buildApp(
-    voiceConfig({
-      apiKey: KEY,
-      bargeIn: true,
-      audio: parseAudioSettings({ vad_backend: 'rms', silence_duration: 0.5 }),
-    }),
-    {
-      stt: new ScriptedSpeechToText(['tell me a long story']),
-      // A long reply: about eight seconds of speech.
-      tts: new ScriptedTextToSpeech({ samplesFor: (_text, rate) => rate * 8 }),
-      agent: new ScriptedAgent(() => [{ delta: 'Once upon a time there was a very long story.' }]),
-      logger: memoryLogger(),
-    },
-  );
-  url = await app.listen({ host: '127.0.0.1', port: 0 });
-});
-afterAll(() => app.close());
+// Both ways of pacing outbound audio: the gateway's own event loop, and the media sender process.
+describe.each(['inline', 'process'] as const)('spoken turns on a call (%s media sender)', (mediaSender) => {
+  let app: FastifyInstance;
+  let url: string;
+  const logger = memoryLogger();
 
-describe('spoken turns on a call (in-process gateway, werift client)', () => {
+  beforeAll(async () => {
+    app = await buildApp(
+      voiceConfig({
+        apiKey: KEY,
+        bargeIn: true,
+        audio: parseAudioSettings({ vad_backend: 'rms', silence_duration: 0.5 }),
+        mediaSender,
+      }),
+      {
+        stt: new ScriptedSpeechToText(['tell me a long story']),
+        // A long reply: about eight seconds of speech.
+        tts: new ScriptedTextToSpeech({ samplesFor: (_text, rate) => rate * 8 }),
+        agent: new ScriptedAgent(() => [{ delta: 'Once upon a time there was a very long story.' }]),
+        logger,
+      },
+    );
+    url = await app.listen({ host: '127.0.0.1', port: 0 });
+  });
+  afterAll(() => app.close());
+
   it('barge-in: speech over a reply cancels it at once and clears queued audio', async () => {
     const client = await RealtimeClient.connect({ baseUrl: url, apiKey: KEY });
     try {
@@ -109,6 +113,11 @@ describe('spoken turns on a call (in-process gateway, werift client)', () => {
       // The report counts every packet sent so far: what arrived here, give or take the ones in flight.
       expect(Math.abs(last.senderInfo.packetCount - headers.length)).toBeLessThanOrEqual(3);
       expect(last.senderInfo.octetCount).toBeGreaterThan(0);
+      // The process did the sending: it started, and the call was handed to it (not paced here instead).
+      const events = logger.lines.map((line) => (JSON.parse(line) as { event: string }).event);
+      if (mediaSender === 'process') expect(events).toContain('media_sender_started');
+      else expect(events).not.toContain('media_sender_started');
+      expect(events).not.toContain('media_sender_local');
       // Its NTP time is now (seconds since 1900) and its RTP time is on the stream's 48 kHz clock.
       const ntpSeconds = Number(last.senderInfo.ntpTimestamp >> 32n) - 2_208_988_800;
       expect(Math.abs(ntpSeconds - Date.now() / 1000)).toBeLessThan(5);

@@ -28,8 +28,12 @@ describe('loadConfig', () => {
       agent: { kind: 'echo' },
       debug: false,
       lowerHelperThreads: true,
+      mediaSender: 'process',
+      senderRealtimePriority: 10,
     });
     expect(config.audio.endpoint.silenceDurationUs).toBe(1_500_000);
+    expect(loadConfig({ ...base, HERMES_REALTIME_MEDIA_SENDER: 'inline' }).mediaSender).toBe('inline');
+    expect(loadConfig({ ...base, HERMES_REALTIME_SENDER_RT_PRIORITY: '0' }).senderRealtimePriority).toBe(0);
     expect(loadConfig({ ...base, HERMES_REALTIME_LOWER_HELPER_THREADS: 'false' }).lowerHelperThreads).toBe(false);
   });
 
@@ -63,6 +67,9 @@ describe('loadConfig', () => {
     [{ HERMES_REALTIME_AGENT: 'hermes', HERMES_REALTIME_AGENT_URL: 'ftp://x' }, /http/],
     [{ HERMES_REALTIME_BARGE_IN: 'maybe' }, /HERMES_REALTIME_BARGE_IN/],
     [{ HERMES_REALTIME_LOWER_HELPER_THREADS: 'sometimes' }, /HERMES_REALTIME_LOWER_HELPER_THREADS/],
+    [{ HERMES_REALTIME_MEDIA_SENDER: 'thread' }, /HERMES_REALTIME_MEDIA_SENDER must be "process" or "inline"/],
+    [{ HERMES_REALTIME_SENDER_RT_PRIORITY: '100' }, /HERMES_REALTIME_SENDER_RT_PRIORITY/],
+    [{ HERMES_REALTIME_SENDER_RT_PRIORITY: 'high' }, /HERMES_REALTIME_SENDER_RT_PRIORITY/],
   ])('refuses %o with a message naming the setting', (env, message) => {
     expect(() => loadConfig({ ...base, ...env })).toThrow(ConfigError);
     expect(() => loadConfig({ ...base, ...env })).toThrow(message);

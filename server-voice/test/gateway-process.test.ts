@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { threadScheduling } from '../src/media/thread-priority.js';
 import { RealtimeClient } from '../src/testing/realtime-client.js';
 import { startFakeUpstreams, type FakeUpstreams } from '../src/testing/fake-upstreams.js';
 import {
@@ -157,6 +159,28 @@ describe('a real gateway process with a werift client', () => {
     expect(log).not.toContain('Sunny');
     expect(log).not.toContain('agent-secret-key');
     expect(log).not.toContain(KEY);
+  });
+
+  it('paces outbound audio in its media sender process, which leaves with the gateway', async () => {
+    const lines = gateway
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const started = lines.find((line) => line.event === 'media_sender_started') as
+      { pid: number; policy: string; priority: number } | undefined;
+    const ready = lines.find((line) => line.event === 'gateway_ready');
+    expect(started?.pid).toBeGreaterThan(0);
+    expect(ready).toMatchObject({ media_sender: 'process', media_sender_scheduling: started?.policy });
+    // What it reported is what the kernel gave its thread.
+    expect(threadScheduling(started!.pid)).toMatchObject({ policy: started!.policy, priority: started!.priority });
+    // The calls of this file handed their streams over (none fell back to pacing in the gateway).
+    expect(lines.some((line) => line.event === 'media_sender_local')).toBe(false);
+    await gateway.stop();
+    const end = performance.now() + 5000;
+    while (existsSync(`/proc/${started!.pid}`) && performance.now() < end)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(existsSync(`/proc/${started!.pid}`)).toBe(false);
   });
 });
 

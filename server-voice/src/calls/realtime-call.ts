@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import { CallPeer } from '../media/call-peer.js';
 import type { FrameClock } from '../media/frame-clock.js';
 import { OpusDecoder, OpusEncoder, outboundRateFor } from '../media/opus-codec.js';
+import type { MediaSender, RemoteOutput } from '../media/media-sender.js';
 import { PacedOutput } from '../media/paced-output.js';
 import { TurnRunner, type TurnStage } from '../pipeline/turn-runner.js';
 import { VoiceInput } from '../pipeline/voice-input.js';
@@ -26,6 +27,8 @@ export interface CallServices {
   bargeIn: boolean;
   iceServers: IceServer[];
   clock: FrameClock;
+  /** The media sender process that paces outbound audio, or null to pace it on this event loop. */
+  mediaSender: MediaSender | null;
   logger: Logger;
   randomHex: (bytes: number) => string;
   delay: (ms: number) => Promise<void>;
@@ -50,7 +53,7 @@ const MAX_EARLY_EVENTS = 256;
 export class RealtimeCall {
   readonly peer: CallPeer;
   readonly protocol: RealtimeProtocol;
-  readonly output: PacedOutput;
+  readonly output: PacedOutput | RemoteOutput;
   private readonly runner: TurnRunner;
   private readonly input: VoiceInput;
   private readonly encoder: OpusEncoder;
@@ -106,14 +109,21 @@ export class RealtimeCall {
     });
     // Replies are framed and encoded at the speech provider's rate when libopus takes it (no resampling).
     this.encoder = new OpusEncoder({ sampleRateHz: outboundRateFor(services.tts.sampleRateHz) });
-    this.output = new PacedOutput(
-      clock,
-      (frame, info) => {
-        this.peer.sendOpus(this.encoder.encode(frame));
-        if (!info.silent && this.awaitingFirstFrame) this.firstReplyFrameSent(this.awaitingFirstFrame);
-      },
-      this.encoder.frameSamples,
-    );
+    this.output = services.mediaSender
+      ? services.mediaSender.output(id, this.encoder, {
+          onSpeechSent: (sentAgoMs) => {
+            if (this.awaitingFirstFrame) this.firstReplyFrameSent(this.awaitingFirstFrame, sentAgoMs);
+          },
+          onLost: (reason) => void this.close(reason),
+        })
+      : new PacedOutput(
+          clock,
+          (frame, info) => {
+            this.peer.sendOpus(this.encoder.encode(frame));
+            if (!info.silent && this.awaitingFirstFrame) this.firstReplyFrameSent(this.awaitingFirstFrame, 0);
+          },
+          this.encoder.frameSamples,
+        );
     this.runner = new TurnRunner({
       protocol: this.protocol,
       agent: services.agent,
@@ -140,7 +150,10 @@ export class RealtimeCall {
         onEventsChannel: (channel) => this.openChannel(channel),
         onAudioPayload: (payload, sequence) => this.onAudio(payload, sequence),
         onConnectionState: (state) => {
-          if (state === 'connected') this.connected = true;
+          if (state === 'connected' && !this.connected) {
+            this.connected = true;
+            this.handOverOutput();
+          }
           if (state === 'failed' || state === 'closed' || state === 'disconnected')
             void this.close(`connection ${state}`);
         },
@@ -154,13 +167,32 @@ export class RealtimeCall {
    */
   async answer(offerSdp: string, connectDeadlineMs: number): Promise<string> {
     const answer = await this.peer.answer(offerSdp);
-    this.output.start();
+    if (this.output instanceof PacedOutput) this.output.start();
     const timer = setTimeout(() => {
       if (!this.connected) void this.close('connection not established');
     }, connectDeadlineMs);
     timer.unref();
     void this.closed.then(() => clearTimeout(timer));
     return answer;
+  }
+
+  /** Connected: the media sender process takes over the outbound stream (or it is paced here, see attachLocal). */
+  private handOverOutput(): void {
+    const output = this.output;
+    if (output instanceof PacedOutput) return;
+    const route = this.peer.outboundRoute();
+    if (!route) {
+      this.services.logger.info('media_sender_local', { call_id: this.id, reason: 'route cannot be handed over' });
+      output.attachLocal(this.services.clock, (packet) => this.peer.sendOpus(packet));
+      return;
+    }
+    output.attach(route).catch((error: unknown) => {
+      this.services.logger.warn('media_sender_attach_failed', {
+        call_id: this.id,
+        message: error instanceof Error ? error.message : String(error),
+      });
+      void this.close('media sender failed');
+    });
   }
 
   private publish(event: ServerEvent, _recipient: Recipient): void {
@@ -299,13 +331,14 @@ export class RealtimeCall {
     if (!this.stages.has(stage)) this.stages.set(stage, this.services.clock.now());
   }
 
-  private firstReplyFrameSent(responseId: string): void {
+  /** The reply's first frame went out `sentAgoMs` ago (the media sender process reports after sending). */
+  private firstReplyFrameSent(responseId: string, sentAgoMs: number): void {
     this.awaitingFirstFrame = null;
     const fields: Record<string, unknown> = { call_id: this.id, response_id: responseId };
     const endpointAt = this.lastEndpointAtMs;
     const tenths = (ms: number) => Math.round(ms * 10) / 10;
     if (endpointAt !== null) {
-      fields.endpoint_to_first_rtp_ms = tenths(this.services.clock.now() - endpointAt);
+      fields.endpoint_to_first_rtp_ms = tenths(this.services.clock.now() - sentAgoMs - endpointAt);
       // Where the time went: each stage's time after the endpoint decision.
       fields.stages_ms = Object.fromEntries([...this.stages].map(([stage, at]) => [stage, tenths(at - endpointAt)]));
     }

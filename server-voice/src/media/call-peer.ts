@@ -9,6 +9,8 @@ import {
   type RTCDataChannel,
   type RTCRtpTransceiver,
 } from 'werift';
+import { Socket as UdpSocket } from 'node:dgram';
+import { isIP } from 'node:net';
 import type { IceServer } from '../signalling/ice-servers.js';
 
 /** The only data channel the gateway talks on; others are ignored. */
@@ -26,6 +28,73 @@ function ntpTimestamp(unixMs: number): bigint {
   const seconds = Math.floor(unixMs / 1000);
   const fraction = Math.floor(((unixMs - seconds * 1000) / 1000) * 2 ** 32);
   return (BigInt(seconds + NTP_UNIX_OFFSET_S) << 32n) | BigInt(fraction);
+}
+
+/**
+ * Numbering and counting of one outbound RTP stream: sequence numbers, +960 timestamps, the marker on the
+ * first packet, and what RTCP sender reports announce. Used where the packets are sent: in the call's
+ * `CallPeer`, or in the media sender process.
+ */
+export class OutboundRtpStream {
+  private sequence = Math.floor(Math.random() * 0x10000);
+  private timestamp = Math.floor(Math.random() * 0x100000000);
+  private firstPacket = true;
+  private packetCount = 0;
+  private octetCount = 0;
+  /** The RTP timestamp and wall-clock time of the last packet sent (for sender reports). */
+  private lastSent: { rtpTimestamp: number; atMs: number } | null = null;
+
+  constructor(
+    readonly ssrc: number,
+    readonly payloadType: number,
+  ) {}
+
+  /** The header of the next packet, counted as sent with `payloadBytes` of payload. */
+  next(payloadBytes: number): RtpHeader {
+    const header = new RtpHeader({
+      payloadType: this.payloadType,
+      sequenceNumber: this.sequence,
+      timestamp: this.timestamp >>> 0,
+      ssrc: this.ssrc,
+      marker: this.firstPacket,
+    });
+    this.firstPacket = false;
+    this.lastSent = { rtpTimestamp: this.timestamp >>> 0, atMs: Date.now() };
+    this.sequence = (this.sequence + 1) & 0xffff;
+    this.timestamp = (this.timestamp + OPUS_FRAME_TICKS) >>> 0;
+    this.packetCount = (this.packetCount + 1) >>> 0;
+    this.octetCount = (this.octetCount + payloadBytes) >>> 0;
+    return header;
+  }
+
+  /** A sender report: the current media time against wall-clock time, and what was sent so far (null before the first packet). */
+  senderReport(nowMs = Date.now()): RtcpSrPacket | null {
+    const last = this.lastSent;
+    if (!last) return null;
+    return new RtcpSrPacket({
+      ssrc: this.ssrc,
+      senderInfo: new RtcpSenderInfo({
+        ntpTimestamp: ntpTimestamp(nowMs),
+        rtpTimestamp: (last.rtpTimestamp + Math.round((nowMs - last.atMs) * TICKS_PER_MS)) >>> 0,
+        packetCount: this.packetCount,
+        octetCount: this.octetCount,
+      }),
+    });
+  }
+}
+
+/** Everything another process needs to send this call's outbound RTP on the call's own UDP socket. */
+export interface OutboundRoute {
+  socket: UdpSocket;
+  remoteAddress: string;
+  remotePort: number;
+  ssrc: number;
+  payloadType: number;
+  /** The SRTP profile and master keys the DTLS handshake produced (werift's `SrtpSession` configuration). */
+  srtp: {
+    profile: number;
+    keys: { localMasterKey: Buffer; localMasterSalt: Buffer; remoteMasterKey: Buffer; remoteMasterSalt: Buffer };
+  };
 }
 
 export interface PeerOptions {
@@ -78,14 +147,7 @@ export class CallPeer {
   readonly pc: RTCPeerConnection;
   private readonly outbound = new MediaStreamTrack({ kind: 'audio' });
   private transceiver: RTCRtpTransceiver | null = null;
-  private sequence = Math.floor(Math.random() * 0x10000);
-  private timestamp = Math.floor(Math.random() * 0x100000000);
-  private firstPacket = true;
-  private payloadType: number | null | undefined;
-  private packetCount = 0;
-  private octetCount = 0;
-  /** The RTP timestamp and wall-clock time of the last packet sent (for sender reports). */
-  private lastSent: { rtpTimestamp: number; atMs: number } | null = null;
+  private stream: OutboundRtpStream | null | undefined;
   private reportTimer: NodeJS.Timeout | null = null;
   private inboundTaken = false;
 
@@ -140,48 +202,56 @@ export class CallPeer {
    * RTCP sender reports the bypassed sender would have.
    */
   sendOpus(payload: Buffer): void {
-    const transceiver = this.transceiver;
-    const dtls = transceiver?.sender.dtlsTransport;
-    if (!transceiver || dtls?.state !== 'connected') return;
-    this.payloadType ??= transceiver.codecs[0]?.payloadType ?? null;
-    if (this.payloadType === null) return;
-    const header = new RtpHeader({
-      payloadType: this.payloadType,
-      sequenceNumber: this.sequence,
-      timestamp: this.timestamp >>> 0,
-      ssrc: transceiver.sender.ssrc,
-      marker: this.firstPacket,
-    });
-    this.firstPacket = false;
-    this.lastSent = { rtpTimestamp: this.timestamp >>> 0, atMs: Date.now() };
-    this.sequence = (this.sequence + 1) & 0xffff;
-    this.timestamp = (this.timestamp + OPUS_FRAME_TICKS) >>> 0;
-    this.packetCount = (this.packetCount + 1) >>> 0;
-    this.octetCount = (this.octetCount + payload.length) >>> 0;
-    void dtls.sendRtp(payload, header);
+    const dtls = this.transceiver?.sender.dtlsTransport;
+    if (dtls?.state !== 'connected') return;
+    const stream = this.outboundStream();
+    if (!stream) return;
+    void dtls.sendRtp(payload, stream.next(payload.length));
     if (!this.reportTimer) {
       this.reportTimer = setInterval(() => this.sendReport(), SENDER_REPORT_MS);
       this.reportTimer.unref();
     }
   }
 
-  /** One RTCP sender report: the current media time against wall-clock time, and what was sent so far. */
+  private outboundStream(): OutboundRtpStream | null {
+    if (this.stream !== undefined) return this.stream;
+    const transceiver = this.transceiver;
+    const payloadType = transceiver?.codecs[0]?.payloadType;
+    if (!transceiver) return null;
+    this.stream = payloadType === undefined ? null : new OutboundRtpStream(transceiver.sender.ssrc, payloadType);
+    return this.stream;
+  }
+
+  /** One RTCP sender report for what `sendOpus` sent. */
   private sendReport(): void {
-    const sender = this.transceiver?.sender;
-    const dtls = sender?.dtlsTransport;
-    const last = this.lastSent;
-    if (!sender || !dtls || dtls.state !== 'connected' || !last) return;
-    const nowMs = Date.now();
-    const report = new RtcpSrPacket({
-      ssrc: sender.ssrc,
-      senderInfo: new RtcpSenderInfo({
-        ntpTimestamp: ntpTimestamp(nowMs),
-        rtpTimestamp: (last.rtpTimestamp + Math.round((nowMs - last.atMs) * TICKS_PER_MS)) >>> 0,
-        packetCount: this.packetCount,
-        octetCount: this.octetCount,
-      }),
-    });
+    const dtls = this.transceiver?.sender.dtlsTransport;
+    const report = this.stream?.senderReport();
+    if (!dtls || dtls.state !== 'connected' || !report) return;
     dtls.sendRtcp([report]).catch(() => undefined);
+  }
+
+  /**
+   * Where and how this call's outbound RTP can be sent by another process, once connected: the nominated
+   * pair's UDP socket and remote address, the stream's SSRC and payload type, and the SRTP keys. Null when
+   * that is not possible — not connected yet, a TURN-relayed pair (its data is wrapped per packet), or an
+   * unresolved remote — and the call then sends from this process.
+   */
+  outboundRoute(): OutboundRoute | null {
+    const transceiver = this.transceiver;
+    const dtls = transceiver?.sender.dtlsTransport;
+    const payloadType = transceiver?.codecs[0]?.payloadType;
+    if (!transceiver || !dtls || dtls.state !== 'connected' || payloadType === undefined || this.stream) return null;
+    const pair = dtls.iceTransport.connection.nominated as
+      | { protocol: { type?: string; transport?: { type?: string; socket?: unknown } }; remoteAddr: [string, number] }
+      | undefined;
+    const transport = pair?.protocol.transport;
+    const socket = transport?.socket;
+    const srtp = (dtls.srtp as unknown as { config?: OutboundRoute['srtp'] } | undefined)?.config;
+    if (!pair || pair.protocol.type !== 'stun' || transport?.type !== 'udp' || !(socket instanceof UdpSocket) || !srtp)
+      return null;
+    const [remoteAddress, remotePort] = pair.remoteAddr;
+    if (!isIP(remoteAddress)) return null;
+    return { socket, remoteAddress, remotePort, ssrc: transceiver.sender.ssrc, payloadType, srtp };
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,7 @@
 /** 20 ms: the pacing interval of outbound audio. */
 export const FRAME_INTERVAL_MS = 20;
+/** How early a precise clock's timer is set (see `SharedFrameClock`). */
+const PRECISE_LEAD_MS = 2;
 /** Intervals kept between two `takePacingStats` calls (a minute of ticks). */
 const MAX_PACING_SAMPLES = 3000;
 
@@ -33,7 +35,24 @@ export class SharedFrameClock implements FrameClock {
   private firstDeviations: number[] = [];
   private lastDeviations: number[] = [];
 
-  constructor(readonly now: () => number = () => performance.now()) {}
+  /** With `precise`: the timer is set this much early and the last stretch is slept exactly (below). */
+  private readonly leadMs: number;
+  private readonly sleeper: Int32Array | null;
+
+  /**
+   * `precise` is for a process that does nothing but send (the media sender): Node's timers have whole-
+   * millisecond resolution against a loop time cached at the start of each loop turn, so a 20 ms timer fires
+   * up to 1–2 ms early or late. A precise clock sets its timer 2 ms early and blocks the thread for the rest
+   * with `Atomics.wait` (a kernel timed wait, accurate to tens of microseconds). Never for the gateway's own
+   * loop: it would hold everything else up for those 2 ms.
+   */
+  constructor(
+    readonly now: () => number = () => performance.now(),
+    options: { precise?: boolean } = {},
+  ) {
+    this.leadMs = options.precise ? PRECISE_LEAD_MS : 0;
+    this.sleeper = options.precise ? new Int32Array(new SharedArrayBuffer(4)) : null;
+  }
 
   subscribe(onTick: (deadlineMs: number) => void): () => void {
     this.listeners.add(onTick);
@@ -51,7 +70,16 @@ export class SharedFrameClock implements FrameClock {
   }
 
   private schedule(): void {
-    this.timer = setTimeout(() => this.tick(), Math.max(0, this.nextDeadline - this.now()));
+    this.timer = setTimeout(() => this.fire(), Math.max(0, this.nextDeadline - this.leadMs - this.now()));
+  }
+
+  private fire(): void {
+    const sleeper = this.sleeper;
+    if (sleeper) {
+      const remaining = this.nextDeadline - this.now();
+      if (remaining > 0) Atomics.wait(sleeper, 0, 0, Math.min(remaining, this.leadMs + 1));
+    }
+    this.tick();
   }
 
   /**

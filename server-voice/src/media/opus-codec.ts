@@ -33,7 +33,12 @@ export class OpusEncoder {
    * 5 halves encode time against the default 10 with no audible difference for speech at 32 kb/s.
    */
   constructor(
-    options: { complexity?: number; bitrate?: number; application?: 'audio' | 'voip'; sampleRateHz?: number } = {},
+    private readonly options: {
+      complexity?: number;
+      bitrate?: number;
+      application?: 'audio' | 'voip';
+      sampleRateHz?: number;
+    } = {},
   ) {
     const rate = options.sampleRateHz ?? SAMPLE_RATE_HZ;
     if (!OPUS_INPUT_RATES.includes(rate)) throw new RangeError(`Opus cannot encode from ${rate} Hz`);
@@ -53,6 +58,22 @@ export class OpusEncoder {
     if (frame.length !== this.frameSamples) throw new RangeError(`Opus frames are ${this.frameSamples} samples`);
     const packet = this.live().encode(frame);
     return Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength);
+  }
+
+  /** Forgets the encoder's history, so the next frame is coded as the start of a stream. */
+  reset(): void {
+    this.live().reset();
+  }
+
+  /**
+   * The packet this encoder's settings give 20 ms of digital silence from a fresh state (a few bytes): what the
+   * media sender repeats between replies, so a receiver that decoded it sees the state `reset()` starts from.
+   */
+  silencePacket(): Buffer {
+    const fresh = new OpusEncoder(this.options);
+    const packet = fresh.encode(new Int16Array(this.frameSamples));
+    fresh.close();
+    return packet;
   }
 
   close(): void {

@@ -5,7 +5,21 @@ import type { FrameClock } from './frame-clock.js';
 export const MAX_QUEUED_FRAMES = 25;
 
 /** Where a paced frame goes: the Opus encoder and RTP packetizer of a call (or a test's recorder). */
-export type FrameSink = (frame: Int16Array, info: { silent: boolean; deadlineMs: number }) => void;
+export type FrameSink<F = Int16Array> = (frame: F, info: { silent: boolean; deadlineMs: number }) => void;
+
+/**
+ * What a reply is spoken into: 20 ms PCM16 frames at `frameSamples` per frame, at most 500 ms ahead of the
+ * wire. `PacedOutput` paces them in this process; `RemoteOutput` (media-sender.ts) encodes them here and
+ * leaves the pacing to the media sender process.
+ */
+export interface OutboundAudio {
+  readonly frameSamples: number;
+  readonly epoch: number;
+  readonly queuedFrames: number;
+  write(frame: Int16Array, epoch: number): Promise<boolean>;
+  clear(): void;
+  drained(): Promise<void>;
+}
 
 /**
  * The outbound audio of one call: a bounded queue of 20 ms speech frames drained by the shared frame clock,
@@ -17,8 +31,8 @@ export type FrameSink = (frame: Int16Array, info: { silent: boolean; deadlineMs:
  * as soon as it is written and takes that next tick's place (the tick then sends nothing for this call), so
  * a reply leaves up to 20 ms sooner without adding a frame to the stream, moving its timeline, or bursting.
  */
-export class PacedOutput {
-  private readonly queue: Int16Array[] = [];
+export class FramePacer<F> {
+  private readonly queue: F[] = [];
   private readonly waiters: (() => void)[] = [];
   private drainWaiters: (() => void)[] = [];
   private generation = 0;
@@ -31,16 +45,12 @@ export class PacedOutput {
   speechFramesSent = 0;
   onFirstSpeechFrameSent: (() => void) | null = null;
 
-  private readonly silence: Int16Array;
-
   constructor(
     private readonly clock: FrameClock,
-    private readonly sink: FrameSink,
-    /** Samples per 20 ms frame: 960 at 48 kHz, or fewer when the call encodes at its speech provider's rate. */
-    readonly frameSamples = FRAME_SAMPLES,
-  ) {
-    this.silence = new Int16Array(frameSamples);
-  }
+    private readonly sink: FrameSink<F>,
+    /** What a tick with nothing queued sends. */
+    private readonly silence: F,
+  ) {}
 
   start(): void {
     this.unsubscribe ??= this.clock.subscribe((deadlineMs) => this.tick(deadlineMs));
@@ -65,8 +75,7 @@ export class PacedOutput {
    * Queues one frame of speech, waiting while 500 ms are already queued. Resolves false (frame dropped) when
    * `clear()` ran since `epoch` was read.
    */
-  async write(frame: Int16Array, epoch: number): Promise<boolean> {
-    if (frame.length !== this.frameSamples) throw new RangeError(`frames are ${this.frameSamples} samples`);
+  async write(frame: F, epoch: number): Promise<boolean> {
     while (this.queue.length >= MAX_QUEUED_FRAMES && epoch === this.generation) {
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
@@ -109,7 +118,7 @@ export class PacedOutput {
     for (const waiter of waiters) waiter();
   }
 
-  private send(frame: Int16Array, deadlineMs: number): void {
+  private send(frame: F, deadlineMs: number): void {
     this.sink(frame, { silent: false, deadlineMs });
     this.speechFramesSent += 1;
     if (this.speechFramesSent === 1) this.onFirstSpeechFrameSent?.();
@@ -131,5 +140,25 @@ export class PacedOutput {
       this.idle = true;
       this.sink(this.silence, { silent: true, deadlineMs });
     }
+  }
+}
+
+/**
+ * The in-process pacing of PCM16 frames: a `FramePacer` of 20 ms frames whose sink encodes them (the
+ * gateway's `inline` media sender, and the unit tests' recorder).
+ */
+export class PacedOutput extends FramePacer<Int16Array> implements OutboundAudio {
+  constructor(
+    clock: FrameClock,
+    sink: FrameSink,
+    /** Samples per 20 ms frame: 960 at 48 kHz, or fewer when the call encodes at its speech provider's rate. */
+    readonly frameSamples = FRAME_SAMPLES,
+  ) {
+    super(clock, sink, new Int16Array(frameSamples));
+  }
+
+  override async write(frame: Int16Array, epoch: number): Promise<boolean> {
+    if (frame.length !== this.frameSamples) throw new RangeError(`frames are ${this.frameSamples} samples`);
+    return super.write(frame, epoch);
   }
 }

@@ -1,7 +1,7 @@
 import { LeadingSilenceTrimmer } from '../audio/leading-silence.js';
 import { PcmResampler } from '../audio/resampler.js';
 import { FRAME_INTERVAL_MS } from '../media/frame-clock.js';
-import type { PacedOutput } from '../media/paced-output.js';
+import type { OutboundAudio } from '../media/paced-output.js';
 import type { TextToSpeech } from '../providers/types.js';
 
 /** How a reply's speech ended. */
@@ -51,7 +51,7 @@ class Framer {
 
 export interface ReplySpeakerOptions {
   tts: TextToSpeech;
-  output: PacedOutput;
+  output: OutboundAudio;
   /** Drop near-silent frames at the start of the reply (AUDIO.md §9). */
   trimLeadingSilence: boolean;
   /** Called once, when the first frame of this reply enters the output queue. */

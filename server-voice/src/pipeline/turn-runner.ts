@@ -1,6 +1,6 @@
 import type { SessionTool, ToolChoice } from '@conduit/contracts/voice/events';
 import type { AgentBackend } from '../agent/agent-backend.js';
-import type { PacedOutput } from '../media/paced-output.js';
+import type { OutboundAudio } from '../media/paced-output.js';
 import type { RealtimeProtocol } from '../protocol/realtime-protocol.js';
 import type { TextToSpeech } from '../providers/types.js';
 import { ReplySpeaker } from './reply-speaker.js';
@@ -13,7 +13,7 @@ export interface TurnRunnerOptions {
   protocol: RealtimeProtocol;
   agent: AgentBackend;
   tts: TextToSpeech;
-  output: PacedOutput;
+  output: OutboundAudio;
   /** The agent conversation of this call. */
   sessionKey: string;
   trimLeadingSilence: boolean;

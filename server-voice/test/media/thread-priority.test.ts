@@ -51,3 +51,52 @@ describe('helper threads yield to the event loop that paces audio', () => {
     expect(new Set(report.lowered.map(String))).toEqual(new Set(Object.keys(report.after).filter((t) => t !== main)));
   });
 });
+
+/** Asks for real-time scheduling in a child process and reports what it got and what `chrt -p` says. */
+const REALTIME_SCRIPT = `
+import { execFileSync } from 'node:child_process';
+import { requestRealtimeScheduling } from './src/media/thread-priority.ts';
+const got = requestRealtimeScheduling(Number(process.env.PRIORITY));
+const chrt = execFileSync('chrt', ['--pid', String(process.pid)], { encoding: 'utf8' });
+console.log(JSON.stringify({ got, chrt }));
+`;
+
+function requestIn(priority: number, wrapper: string[] = []): { got: Record<string, unknown>; chrt: string } {
+  const command = [...wrapper, TSX, '--input-type=module', '-e', REALTIME_SCRIPT];
+  const output = execFileSync(command[0]!, command.slice(1), {
+    cwd: PACKAGE_ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, PRIORITY: String(priority) },
+  });
+  return JSON.parse(output.trim().split('\n').at(-1) ?? '{}') as { got: Record<string, unknown>; chrt: string };
+}
+
+describe('real-time scheduling of the media sender thread', () => {
+  it('reports the policy and priority the kernel actually gave, as chrt sees them', () => {
+    const { got, chrt } = requestIn(12);
+    if (got.policy === 'realtime-rr') {
+      expect(got).toEqual({ policy: 'realtime-rr', priority: 12 });
+      expect(chrt).toMatch(/policy: SCHED_RR/);
+      expect(chrt).toMatch(/priority: 12/);
+    } else {
+      // An unprivileged runner: refused, said why, and left normal.
+      expect(got).toMatchObject({ policy: 'normal', priority: 0, note: expect.stringMatching(/refused/) });
+      expect(chrt).toMatch(/policy: SCHED_OTHER/);
+    }
+  });
+
+  it('stays normal and says why when the system refuses (no CAP_SYS_NICE, no rtprio limit)', () => {
+    // As root, drop CAP_SYS_NICE for the child; any other user has neither it nor (by default) a limit.
+    const wrapper = process.getuid?.() === 0 ? ['setpriv', '--bounding-set', '-sys_nice'] : [];
+    const { got, chrt } = requestIn(12, wrapper);
+    expect(got).toMatchObject({ policy: 'normal', priority: 0 });
+    expect(String(got.note)).toMatch(/real-time scheduling refused: .*not permitted/i);
+    expect(chrt).toMatch(/policy: SCHED_OTHER/);
+  });
+
+  it('asks for nothing at priority 0', () => {
+    const { got, chrt } = requestIn(0);
+    expect(got).toEqual({ policy: 'normal', priority: 0 });
+    expect(chrt).toMatch(/policy: SCHED_OTHER/);
+  });
+});
