@@ -120,9 +120,12 @@ export class MediaSender {
         child.kill('SIGKILL');
         reject(new Error(`the media sender process did not start within ${SENDER_START_TIMEOUT_MS / 1000} s`));
       }, SENDER_START_TIMEOUT_MS);
-      child.once('error', (error) => {
+      // Start-up failures reject; later ones (a signal that could not be delivered) are only logged, the
+      // process's exit is what ends calls.
+      child.on('error', (error) => {
         clearTimeout(timer);
         reject(error);
+        this.logger.warn('media_sender_error', { message: error.message });
       });
       child.on('message', (message: FromSender) => {
         if (message.t === 'ready') {

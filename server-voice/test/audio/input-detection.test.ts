@@ -1,10 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { EnergyDetectorFactory } from '../../src/audio/energy-detector.js';
-import { InputAudioDetection } from '../../src/audio/input-detection.js';
 import { EarlyTranscription } from '../../src/audio/prefetch.js';
 import { SileroGate } from '../../src/audio/silero.js';
-import { FRAME_SAMPLES, MAX_CAPTURE_SAMPLES, type EndpointEvent } from '../../src/audio/types.js';
+import {
+  FRAME_SAMPLES,
+  MAX_CAPTURE_SAMPLES,
+  type EndpointEvent,
+  type VoiceDetector,
+  type VoiceDetectorFactory,
+} from '../../src/audio/types.js';
 import { ScriptedSpeechToText } from '../../src/providers/scripted.js';
+import { DetectionHarness } from '../support/detection-harness.js';
 
 const frame = (level: number): Int16Array => {
   const pcm = new Int16Array(FRAME_SAMPLES);
@@ -12,16 +18,31 @@ const frame = (level: number): Int16Array => {
   return pcm;
 };
 
-describe('InputAudioDetection with speculative transcription', () => {
+/** The energy detector, but scoring asynchronously with jitter, as a model does: operations overlap. */
+class SlowDetectorFactory implements VoiceDetectorFactory {
+  readonly backend = 'silero' as const;
+  private readonly energy = new EnergyDetectorFactory();
+
+  create(): VoiceDetector {
+    const inner = this.energy.create();
+    return {
+      backend: 'silero',
+      score: () => new Promise((resolve) => setTimeout(() => resolve(null), Math.random() * 3)),
+      createGate: () => inner.createGate(),
+      close: () => inner.close(),
+    };
+  }
+}
+
+describe('VoiceInput with speculative transcription', () => {
   it('reuses the early transcript when the pause only grew quieter, so the endpoint needs no second request', async () => {
-    const detection = new InputAudioDetection(new EnergyDetectorFactory(), {
+    const detection = new DetectionHarness(new EnergyDetectorFactory(), {
       silenceDurationUs: 700_000,
       asrPrefetchSilenceUs: 300_000,
       maxCaptureSamples: MAX_CAPTURE_SAMPLES,
     });
     const stt = new ScriptedSpeechToText(['turn on the lights', 'should not be needed']);
     const early = new EarlyTranscription(stt);
-    let nowUs = 0;
     const final: { text: string; reusedPrefetch: boolean }[] = [];
     const handle = async (events: EndpointEvent[]): Promise<void> => {
       for (const event of events) {
@@ -32,10 +53,7 @@ describe('InputAudioDetection with speculative transcription', () => {
       }
     };
     const feed = async (level: number, frames: number): Promise<void> => {
-      for (let i = 0; i < frames; i++) {
-        nowUs += 20_000;
-        await handle(await detection.feed(frame(level), nowUs));
-      }
+      for (let i = 0; i < frames; i++) await handle(await detection.feed(frame(level)));
     };
     await feed(40, 25); // calibration + pre-roll
     await feed(900, 40); // speech
@@ -43,23 +61,33 @@ describe('InputAudioDetection with speculative transcription', () => {
     expect(final).toEqual([{ text: 'turn on the lights', reusedPrefetch: true }]);
     expect(stt.calls).toHaveLength(1);
   });
+});
 
-  it('applies chunks, mute and unmute in call order even when the caller does not await', async () => {
-    const detection = new InputAudioDetection(new EnergyDetectorFactory(), {
+describe('VoiceInput ordering', () => {
+  it('applies frames, mute and unmute in call order while a model is still scoring earlier frames', async () => {
+    const detection = new DetectionHarness(new SlowDetectorFactory(), {
       silenceDurationUs: 700_000,
       asrPrefetchSilenceUs: 0,
       maxCaptureSamples: MAX_CAPTURE_SAMPLES,
     });
-    const pending: Promise<EndpointEvent[]>[] = [];
-    let nowUs = 0;
-    for (let i = 0; i < 20; i++) pending.push(detection.feed(frame(40), (nowUs += 20_000)));
-    for (let i = 0; i < 30; i++) pending.push(detection.feed(frame(900), (nowUs += 20_000)));
-    pending.push(detection.setMuted(true, nowUs));
-    pending.push(detection.feed(frame(900), (nowUs += 20_000)));
-    pending.push(detection.setMuted(false, nowUs));
-    const types = (await Promise.all(pending)).flat().map((event) => event.type);
-    expect(types).toEqual(['calibrated', 'speech_started', 'speech_stopped', 'utterance']);
-    expect(detection.muted).toBe(false);
+    const { input } = detection;
+    // Nothing is awaited in between: every frame is still being scored when the mute arrives.
+    const push = (level: number) => {
+      detection.nowUs += 20_000;
+      input.push(frame(level));
+    };
+    for (let i = 0; i < 20; i++) push(40);
+    for (let i = 0; i < 30; i++) push(900);
+    input.mute();
+    push(900);
+    input.unmute();
+    const events = await detection.take();
+    expect(events.map((event) => event.type)).toEqual(['calibrated', 'speech_started', 'speech_stopped', 'utterance']);
+    // The mute finished the utterance with every loud frame received before it.
+    const utterance = events[3];
+    if (utterance?.type !== 'utterance') throw new Error('no utterance');
+    expect(utterance.pcm.length).toBeGreaterThanOrEqual(30 * FRAME_SAMPLES);
+    expect(input.muted).toBe(false);
   });
 });
 

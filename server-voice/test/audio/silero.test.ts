@@ -4,7 +4,6 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PolledEndpointer } from '../../src/audio/conference-endpointer.js';
 import { EnergyDetectorFactory } from '../../src/audio/energy-detector.js';
-import { InputAudioDetection } from '../../src/audio/input-detection.js';
 import { concatPcm } from '../../src/audio/pcm.js';
 import {
   SILERO_MODEL_BYTES,
@@ -15,6 +14,7 @@ import {
   readPinnedSileroModel,
 } from '../../src/audio/silero.js';
 import { MAX_CAPTURE_SAMPLES, type EndpointEvent, type VoiceDetector } from '../../src/audio/types.js';
+import { DetectionHarness } from '../support/detection-harness.js';
 import { framesOf, noisePcm, silencePcm, spokenPcm } from './speech-fixtures.js';
 
 let factory: SileroDetectorFactory;
@@ -111,23 +111,12 @@ describe('Silero inference on real speech', () => {
   });
 });
 
-/** Feeds 20 ms frames through detection on an integer-microsecond clock. */
-async function detect(detection: InputAudioDetection, pcm: Int16Array): Promise<EndpointEvent[]> {
-  const events: EndpointEvent[] = [];
-  let nowUs = 0;
-  for (const frame of framesOf(pcm)) {
-    nowUs += 20_000;
-    events.push(...(await detection.feed(frame, nowUs)));
-  }
-  return events;
-}
-
 describe('endpointing with a detector', () => {
   const settings = { silenceDurationUs: 700_000, asrPrefetchSilenceUs: 0, maxCaptureSamples: MAX_CAPTURE_SAMPLES };
 
   it('Silero: one utterance for spoken words between silences, with pre-roll, ending 0.7 s after speech', async () => {
     const input = concatPcm([silencePcm(800), speech, silencePcm(1500)]);
-    const events = await detect(new InputAudioDetection(factory, settings), input);
+    const events = await new DetectionHarness(factory, settings).feed(input);
     expect(events.map((event) => event.type)).toEqual(['calibrated', 'speech_started', 'speech_stopped', 'utterance']);
     const started = events[1];
     const utterance = events[3];
@@ -141,30 +130,22 @@ describe('endpointing with a detector', () => {
 
   it('Silero ignores steady loud noise that the energy gate takes for speech', async () => {
     const input = concatPcm([noisePcm(600, 150, 11), noisePcm(3000, 700, 12)]);
-    const silero = await detect(new InputAudioDetection(factory, settings), input);
-    const energy = await detect(new InputAudioDetection(new EnergyDetectorFactory(), settings), input);
+    const silero = await new DetectionHarness(factory, settings).feed(input);
+    const energy = await new DetectionHarness(new EnergyDetectorFactory(), settings).feed(input);
     expect(silero.map((event) => event.type)).toEqual(['calibrated']);
     expect(energy.map((event) => event.type)).toContain('speech_started');
   });
 
   it('muting finishes the utterance, and unmuting starts a fresh detector that recalibrates', async () => {
-    const detection = new InputAudioDetection(factory, settings);
-    let nowUs = 0;
-    const feed = async (pcm: Int16Array): Promise<EndpointEvent[]> => {
-      const out: EndpointEvent[] = [];
-      for (const frame of framesOf(pcm)) {
-        nowUs += 20_000;
-        out.push(...(await detection.feed(frame, nowUs)));
-      }
-      return out;
-    };
-    await feed(concatPcm([silencePcm(600), speech.subarray(0, 48_000)]));
-    expect(detection.speaking).toBe(true);
-    const muted = await detection.setMuted(true, nowUs);
+    const detection = new DetectionHarness(factory, settings);
+    await detection.feed(concatPcm([silencePcm(600), speech.subarray(0, 48_000)]));
+    expect(detection.input.speaking).toBe(true);
+    detection.input.mute();
+    const muted = await detection.take();
     expect(muted.map((event) => event.type)).toEqual(['speech_stopped', 'utterance']);
-    expect(await feed(speech)).toEqual([]);
-    await detection.setMuted(false, nowUs);
-    const after = await feed(silencePcm(400));
+    expect(await detection.feed(speech)).toEqual([]);
+    detection.input.unmute();
+    const after = await detection.feed(silencePcm(400));
     expect(after.map((event) => event.type)).toEqual(['calibrated']);
   });
 
