@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Clock } from '../clock.js';
+import { setBounded } from '../bounded-map.js';
 
 /** The app connections a "response ready" choice can name by the socket that sent the turn. */
 export type AppSource = 'conduit' | 'desktop';
@@ -76,9 +77,7 @@ export class AppSubmissions {
     const list = this.byProfile.get(bucket) ?? [];
     list.push({ profile, source, text: key, at: this.clock.now() });
     while (list.length > MAX_SUBMISSIONS) list.shift();
-    this.byProfile.delete(bucket);
-    this.byProfile.set(bucket, list);
-    while (this.byProfile.size > MAX_PROFILES) this.byProfile.delete(this.byProfile.keys().next().value as string);
+    setBounded(this.byProfile, bucket, list, MAX_PROFILES);
   }
 
   /**

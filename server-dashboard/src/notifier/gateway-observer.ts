@@ -3,6 +3,7 @@ import type { SocketTap } from '../fronting/proxy.js';
 import { appSourceOf, header, promptOf, type AppSubmissions } from './app-submissions.js';
 import type { DesktopSelectionPublisher } from './desktop-selection.js';
 import { FrameReader } from './gateway-frames.js';
+import { setBounded } from '../bounded-map.js';
 
 /** The dashboard's gateway socket, where Conduit, Desktop and the web dashboard send their turns. */
 export const GATEWAY_SOCKET_PATH = '/api/ws';
@@ -25,11 +26,6 @@ function field(value: unknown, name: string): string | undefined {
   if (!value || typeof value !== 'object') return undefined;
   const found = (value as Record<string, unknown>)[name];
   return typeof found === 'string' && found.trim() ? found.trim() : undefined;
-}
-
-function bounded<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
-  map.set(key, value);
-  while (map.size > max) map.delete(map.keys().next().value as K);
 }
 
 /**
@@ -60,9 +56,9 @@ class DesktopSocketWatch {
     const id = typeof rpc.id === 'string' || typeof rpc.id === 'number' ? String(rpc.id) : undefined;
     if (rpc.method === 'session.resume' && sessionId) {
       this.select(sessionId, profile); // the stored id (or exact title) of the chat it opens
-      if (id) bounded(this.pending, id, { stored: sessionId, ...(profile ? { profile } : {}) }, MAX_PENDING);
+      if (id) setBounded(this.pending, id, { stored: sessionId, ...(profile ? { profile } : {}) }, MAX_PENDING);
     } else if (rpc.method === 'session.create' && id) {
-      bounded(this.pending, id, profile ? { profile } : {}, MAX_PENDING);
+      setBounded(this.pending, id, profile ? { profile } : {}, MAX_PENDING);
     } else if (rpc.method === 'session.activate' && sessionId) {
       const known = this.stored.get(sessionId);
       if (known) this.select(known.stored, known.profile);
@@ -77,7 +73,7 @@ class DesktopSocketWatch {
     const live = field(rpc.result, 'session_id');
     const stored = request.stored ?? field(rpc.result, 'stored_session_id');
     if (!live || !stored) return;
-    bounded(this.stored, live, { stored, ...(request.profile ? { profile: request.profile } : {}) }, MAX_HANDLES);
+    setBounded(this.stored, live, { stored, ...(request.profile ? { profile: request.profile } : {}) }, MAX_HANDLES);
     if (!request.stored) this.select(stored, request.profile); // a new chat is the one now open
   }
 }

@@ -11,6 +11,7 @@ import { isCronSilent, isSilentReply } from './silence.js';
 import { plainText } from './text.js';
 import { notificationTitle, type NotificationType } from './titles.js';
 import { voicePersonaNote } from './voice-note.js';
+import { setBounded } from '../bounded-map.js';
 
 /** A Hermes profile the hook came from: its name and its home folder. */
 export interface ProfileScope {
@@ -81,9 +82,7 @@ const DEFAULT_APPROVAL_BODY = 'Hermes is waiting for your approval.';
 const MAX_TRACKED = 10_000;
 
 function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
-  map.delete(key);
-  map.set(key, value);
-  while (map.size > MAX_TRACKED) map.delete(map.keys().next().value as K);
+  setBounded(map, key, value, MAX_TRACKED);
 }
 
 /**
