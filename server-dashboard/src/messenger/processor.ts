@@ -14,7 +14,15 @@ import type { ChatIndex } from './chat-index.js';
 import type { Clock, Logger } from './clock.js';
 import type { GroupChatPolicy, ReplyToMode } from './config.js';
 import type { Inbox, InboxRow } from './inbox.js';
-import { approvalChoice, composeInboundText, mentionsAgent, reactionDataLine, senderOf } from './inbound-text.js';
+import {
+  approvalChoice,
+  composeInboundText,
+  mentionsAgent,
+  reactionDataLine,
+  reactionEventName,
+  reactionValue,
+  senderOf,
+} from './inbound-text.js';
 import { planReply } from './outbound.js';
 import { RELAY_PLATFORM_HINT } from './platform-hint.js';
 import { RelayApiError, type MessageContent, type RelayApi, type SentReaction } from './relay-api.js';
@@ -225,8 +233,8 @@ export class InboxProcessor {
     }
     await handler({
       platform: 'relayapp',
-      event_name: row.envelope.event_type === 'reaction.added' ? 'reaction:added' : 'reaction:removed',
-      reaction: r.custom_emoji ?? r.reaction_type,
+      event_name: reactionEventName(row.envelope.event_type),
+      reaction: reactionValue(r),
       user_id: r.from_handle.id,
       item_user_id: null,
       item_type: 'message',
