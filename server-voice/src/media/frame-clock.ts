@@ -76,8 +76,9 @@ export class SharedFrameClock implements FrameClock {
   private fire(): void {
     const sleeper = this.sleeper;
     if (sleeper) {
-      const remaining = this.nextDeadline - this.now();
-      if (remaining > 0) Atomics.wait(sleeper, 0, 0, Math.min(remaining, this.leadMs + 1));
+      // The timer fires up to ~2 ms either side of its target; sleep whatever is left until the deadline.
+      for (let remaining = this.nextDeadline - this.now(); remaining > 0; remaining = this.nextDeadline - this.now())
+        Atomics.wait(sleeper, 0, 0, remaining);
     }
     this.tick();
   }

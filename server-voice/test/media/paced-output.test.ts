@@ -127,6 +127,25 @@ describe('SharedFrameClock', () => {
       globalThis.setTimeout = real.setTimeout;
     }
   });
+
+  it('precise (the media sender): never ticks before its deadline, though Node timers can fire early', async () => {
+    const clock = new SharedFrameClock(() => performance.now(), { precise: true });
+    const ticks: number[] = [];
+    // Taken before subscribing, so it is no later than the clock's own start.
+    const start = performance.now();
+    const done = new Promise<void>((resolve) => {
+      const stop = clock.subscribe(() => {
+        ticks.push(performance.now());
+        if (ticks.length === 25) {
+          stop();
+          resolve();
+        }
+      });
+    });
+    await done;
+    // The k-th tick is due at start + 20·k ms (deadlines advance by exactly 20 ms while nothing stalls).
+    for (const [k, at] of ticks.entries()) expect(at - (start + 20 * (k + 1))).toBeGreaterThanOrEqual(-0.05);
+  });
 });
 
 describe('SharedFrameClock pacing figures', () => {
