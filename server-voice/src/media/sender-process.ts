@@ -138,8 +138,12 @@ process.on('message', (raw: ToSender, handle: unknown) => {
   for (const op of raw.ops) apply(op);
 });
 
-// The gateway went away (or closed this process): nothing is left to send for.
+// The gateway went away (or closed this process): nothing is left to send for. A Ctrl-C in a terminal, or a
+// stop signal sent to the whole process group, is the gateway's to handle: it closes its calls, then this
+// process, which would otherwise die first and take every call's audio with it.
 process.on('disconnect', () => process.exit(0));
+process.on('SIGINT', () => undefined);
+process.on('SIGTERM', () => undefined);
 
 setInterval(() => {
   const stats = clock.takePacingStats();

@@ -240,6 +240,11 @@ describe('the media sender process', () => {
       await output.attach(ends.route);
       const pid = sender.started?.pid;
       expect(pid).toBeGreaterThan(0);
+      // A terminal's Ctrl-C or a group-wide stop signal is left to the gateway, which closes this process itself.
+      process.kill(pid!, 'SIGINT');
+      process.kill(pid!, 'SIGTERM');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(lost).toEqual([]);
       process.kill(pid!, 'SIGKILL');
       await until(() => lost.length > 0, 5000, 'the call to be told');
       expect(lost).toEqual(['media sender exited']);
