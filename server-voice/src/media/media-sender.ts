@@ -4,9 +4,9 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Logger } from '../log.js';
 import type { OutboundRoute } from './call-peer.js';
-import type { FrameClock } from './frame-clock.js';
+import type { FrameClock, PacingStats } from './frame-clock.js';
 import type { OpusEncoder } from './opus-codec.js';
-import { FramePacer, MAX_QUEUED_FRAMES, type OutboundAudio } from './paced-output.js';
+import { FrameBudget, FramePacer, type OutboundAudio } from './paced-output.js';
 import type { FromSender, SenderOp, ToSender } from './sender-protocol.js';
 import type { ThreadScheduling } from './thread-priority.js';
 
@@ -59,7 +59,7 @@ export class MediaSender {
   }
 
   /** Pacing figures the process reported last (then forgotten), for the gateway's `pacing` log line. */
-  takePacing(): { calls: number; stats: NonNullable<MediaSender['lastPacing']>['stats'] } | null {
+  takePacing(): { calls: number; stats: PacingStats } | null {
     const last = this.lastPacing;
     this.lastPacing = null;
     return last ? { calls: last.calls, stats: last.stats } : null;
@@ -71,7 +71,6 @@ export class MediaSender {
     if (this.closed) throw new Error('the media sender is closed');
     this.links.set(callId, link);
     const { socket, ...rest } = route;
-    this.flush();
     const message: ToSender = { t: 'add', id: callId, route: rest, silence };
     await new Promise<void>((resolve, reject) => {
       child.send(message, socket as never, (error) => (error ? reject(error) : resolve()));
@@ -190,16 +189,13 @@ export class MediaSender {
  */
 export class RemoteOutput implements OutboundAudio {
   readonly frameSamples: number;
-  private generation = 0;
   /** Frames handed over (or held) in this epoch that the process has not reported sent. */
-  private pending = 0;
+  private readonly budget = new FrameBudget();
   private held: Buffer[] | null = [];
   private attached = false;
   /** Set when the call's route cannot be handed over (a TURN-relayed pair): paced here instead. */
   private local: FramePacer<Buffer> | null = null;
   private stopped = false;
-  private waiters: (() => void)[] = [];
-  private drainWaiters: (() => void)[] = [];
 
   constructor(
     private readonly sender: MediaSender,
@@ -211,11 +207,11 @@ export class RemoteOutput implements OutboundAudio {
   }
 
   get epoch(): number {
-    return this.generation;
+    return this.budget.epoch;
   }
 
   get queuedFrames(): number {
-    return this.pending;
+    return this.budget.queued;
   }
 
   /** Hands the call over to the sender process once connected. */
@@ -233,7 +229,7 @@ export class RemoteOutput implements OutboundAudio {
       this.sender.enqueue(['remove', this.callId]);
       return;
     }
-    if (this.generation > 0) this.sender.enqueue(['clear', this.callId, this.generation]);
+    if (this.budget.epoch > 0) this.sender.enqueue(['clear', this.callId, this.budget.epoch]);
     for (const packet of this.held ?? []) this.sender.enqueue(['frame', this.callId, packet]);
     this.held = null;
   }
@@ -249,7 +245,7 @@ export class RemoteOutput implements OutboundAudio {
       clock,
       (packet, info) => {
         send(packet);
-        if (!info.silent) this.onSent(this.generation, 1, 0);
+        if (!info.silent) this.onSent(this.budget.epoch, 1, 0);
       },
       this.encoder.silencePacket(),
     );
@@ -262,15 +258,14 @@ export class RemoteOutput implements OutboundAudio {
 
   async write(frame: Int16Array, epoch: number): Promise<boolean> {
     if (frame.length !== this.frameSamples) throw new RangeError(`frames are ${this.frameSamples} samples`);
-    while (this.pending >= MAX_QUEUED_FRAMES && epoch === this.generation && !this.stopped) {
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    }
-    if (epoch !== this.generation || this.stopped) return false;
+    // stop() clears, so a producer waiting for room when the call ends gives up too.
+    while (this.budget.full && epoch === this.budget.epoch) await this.budget.waitForRoom();
+    if (epoch !== this.budget.epoch || this.stopped) return false;
     // Nothing of this epoch is waiting: the sender is sending silence, so the reply starts from a fresh encoder
     // state, as the receiver's decoder (fed silence meanwhile) expects.
-    if (this.pending === 0) this.encoder.reset();
+    if (this.budget.queued === 0) this.encoder.reset();
     const packet = this.encoder.encode(frame);
-    this.pending += 1;
+    this.budget.added();
     if (this.held) this.held.push(packet);
     else if (this.local) void this.local.write(packet, this.local.epoch);
     else this.sender.enqueue(['frame', this.callId, packet]);
@@ -278,18 +273,14 @@ export class RemoteOutput implements OutboundAudio {
   }
 
   clear(): void {
-    this.generation += 1;
-    this.pending = 0;
+    this.budget.clear();
     if (this.held) this.held.length = 0;
     else if (this.local) this.local.clear();
-    else if (!this.stopped) this.sender.enqueue(['clear', this.callId, this.generation]);
-    this.wake();
-    this.settleDrain();
+    else if (!this.stopped) this.sender.enqueue(['clear', this.callId, this.budget.epoch]);
   }
 
   drained(): Promise<void> {
-    if (this.pending === 0) return Promise.resolve();
-    return new Promise((resolve) => this.drainWaiters.push(resolve));
+    return this.budget.drained();
   }
 
   /** The call ended: the process stops sending and lets go of the socket. */
@@ -302,18 +293,8 @@ export class RemoteOutput implements OutboundAudio {
   }
 
   private onSent(epoch: number, frames: number, sentAgoMs: number): void {
-    if (epoch !== this.generation || this.stopped) return;
-    this.pending = Math.max(0, this.pending - frames);
+    if (epoch !== this.budget.epoch || this.stopped) return;
+    this.budget.removed(frames);
     this.events.onSpeechSent(sentAgoMs);
-    this.wake();
-    if (this.pending === 0) this.settleDrain();
-  }
-
-  private wake(): void {
-    for (const waiter of this.waiters.splice(0)) waiter();
-  }
-
-  private settleDrain(): void {
-    for (const waiter of this.drainWaiters.splice(0)) waiter();
   }
 }

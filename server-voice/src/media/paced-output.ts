@@ -22,6 +22,73 @@ export interface OutboundAudio {
 }
 
 /**
+ * The producer side of a bounded frame queue: how many frames wait (at most 25, i.e. 500 ms), the epoch that
+ * `clear()` advances, producers waiting for room and callers waiting for the queue to drain. `FramePacer`
+ * keeps one for the frames it holds; `RemoteOutput` (media-sender.ts) for the frames the media sender
+ * process has not yet reported sent.
+ */
+export class FrameBudget {
+  private count = 0;
+  private generation = 0;
+  private waiters: (() => void)[] = [];
+  private drainWaiters: (() => void)[] = [];
+
+  /** The current generation; a producer passes it back so a `clear()` in between cancels its write. */
+  get epoch(): number {
+    return this.generation;
+  }
+
+  get queued(): number {
+    return this.count;
+  }
+
+  get full(): boolean {
+    return this.count >= MAX_QUEUED_FRAMES;
+  }
+
+  /**
+   * Resolves when frames leave the queue or `clear()` runs. Producers loop on it while the queue is full and
+   * their epoch is current, then check the epoch: the check and the add that follows must stay in one turn.
+   */
+  waitForRoom(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  added(): void {
+    this.count += 1;
+  }
+
+  /** `frames` left the queue: producers get room, and drain waiters are told once it is empty. */
+  removed(frames: number): void {
+    this.count = Math.max(0, this.count - frames);
+    this.wake();
+    if (this.count === 0) this.settleDrain();
+  }
+
+  /** Empties the queue's count, advances the epoch and wakes everyone (blocked producers see the new epoch). */
+  clear(): void {
+    this.generation += 1;
+    this.count = 0;
+    this.wake();
+    this.settleDrain();
+  }
+
+  /** Resolves once the queue is empty (immediately when it already is). */
+  drained(): Promise<void> {
+    if (this.count === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  private wake(): void {
+    for (const waiter of this.waiters.splice(0)) waiter();
+  }
+
+  private settleDrain(): void {
+    for (const waiter of this.drainWaiters.splice(0)) waiter();
+  }
+}
+
+/**
  * The outbound audio of one call: a bounded queue of 20 ms speech frames drained by the shared frame clock,
  * one frame per tick, and a silent frame on every tick with nothing queued — so the receiver's media clock
  * never stops between replies or clauses. Producers wait for room (backpressure keeps at most 500 ms
@@ -33,9 +100,7 @@ export interface OutboundAudio {
  */
 export class FramePacer<F> {
   private readonly queue: F[] = [];
-  private readonly waiters: (() => void)[] = [];
-  private drainWaiters: (() => void)[] = [];
-  private generation = 0;
+  private readonly budget = new FrameBudget();
   private unsubscribe: (() => void) | null = null;
   /** The last tick sent a silent frame: the next speech frame starts a reply and may go out at once. */
   private idle = false;
@@ -43,7 +108,6 @@ export class FramePacer<F> {
   private slotTaken = false;
   /** Frames of speech sent since creation (silence excluded). */
   speechFramesSent = 0;
-  onFirstSpeechFrameSent: (() => void) | null = null;
 
   constructor(
     private readonly clock: FrameClock,
@@ -68,7 +132,7 @@ export class FramePacer<F> {
 
   /** The current generation; a producer passes it back so a `clear()` in between cancels its write. */
   get epoch(): number {
-    return this.generation;
+    return this.budget.epoch;
   }
 
   /**
@@ -76,10 +140,8 @@ export class FramePacer<F> {
    * `clear()` ran since `epoch` was read.
    */
   async write(frame: F, epoch: number): Promise<boolean> {
-    while (this.queue.length >= MAX_QUEUED_FRAMES && epoch === this.generation) {
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    }
-    if (epoch !== this.generation) return false;
+    while (this.budget.full && epoch === this.budget.epoch) await this.budget.waitForRoom();
+    if (epoch !== this.budget.epoch) return false;
     if (this.idle && !this.slotTaken && this.queue.length === 0 && this.unsubscribe) {
       this.idle = false;
       this.slotTaken = true;
@@ -91,37 +153,24 @@ export class FramePacer<F> {
       return true;
     }
     this.queue.push(frame);
+    this.budget.added();
     return true;
   }
 
   /** Drops every queued frame now and wakes blocked producers (who see the new epoch and stop). */
   clear(): void {
-    this.generation += 1;
     this.queue.length = 0;
-    this.wake();
-    this.settleDrain();
+    this.budget.clear();
   }
 
   /** Resolves once the queue is empty (immediately when it already is). */
   drained(): Promise<void> {
-    if (this.queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.drainWaiters.push(resolve));
-  }
-
-  private wake(): void {
-    for (const waiter of this.waiters.splice(0)) waiter();
-  }
-
-  private settleDrain(): void {
-    const waiters = this.drainWaiters;
-    this.drainWaiters = [];
-    for (const waiter of waiters) waiter();
+    return this.budget.drained();
   }
 
   private send(frame: F, deadlineMs: number): void {
     this.sink(frame, { silent: false, deadlineMs });
     this.speechFramesSent += 1;
-    if (this.speechFramesSent === 1) this.onFirstSpeechFrameSent?.();
   }
 
   private tick(deadlineMs: number): void {
@@ -134,8 +183,7 @@ export class FramePacer<F> {
     if (frame) {
       this.idle = false;
       this.send(frame, deadlineMs);
-      this.wake();
-      if (this.queue.length === 0) this.settleDrain();
+      this.budget.removed(1);
     } else {
       this.idle = true;
       this.sink(this.silence, { silent: true, deadlineMs });

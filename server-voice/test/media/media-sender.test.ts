@@ -123,6 +123,10 @@ describe('the media sender process', () => {
   const sender = new MediaSender(logger, { lowerHelperThreads: false, realtimePriority: 0 });
   const events = () => logger.lines.map((line) => JSON.parse(line) as { event: string; [key: string]: unknown });
 
+  /** A call's output whose callbacks the test does not need. */
+  const quietOutput = (id: string) =>
+    sender.output(id, new OpusEncoder(), { onSpeechSent: () => undefined, onLost: () => undefined });
+
   beforeAll(() => sender.start());
   afterAll(() => sender.close());
 
@@ -179,10 +183,7 @@ describe('the media sender process', () => {
 
   it('never reads the call socket: every inbound datagram still reaches the gateway', async () => {
     const ends = await callEnds(0x2000);
-    const output = sender.output('call-b', new OpusEncoder(), {
-      onSpeechSent: () => undefined,
-      onLost: () => undefined,
-    });
+    const output = quietOutput('call-b');
     try {
       await output.attach(ends.route);
       await until(() => ends.packets.length >= 3, 2000, 'silence packets');
@@ -197,10 +198,7 @@ describe('the media sender process', () => {
 
   it('clear drops queued speech at once and cancels waiting writes; stop ends the stream', async () => {
     const ends = await callEnds(0x3000);
-    const output = sender.output('call-c', new OpusEncoder(), {
-      onSpeechSent: () => undefined,
-      onLost: () => undefined,
-    });
+    const output = quietOutput('call-c');
     try {
       await output.attach(ends.route);
       const epoch = output.epoch;
