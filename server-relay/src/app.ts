@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
-import { isIP } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { createApnsSender } from './apns/index.js';
 import type { ApnsSender } from './apns/types.js';
@@ -10,6 +8,7 @@ import { MemoryEventLedger } from './ephemeral/event-ledger.js';
 import { MemoryRateLimiter } from './ephemeral/rate-limiter.js';
 import { MemoryRingSessionStore } from './ephemeral/ring-sessions.js';
 import { MemoryRingRegistry } from './ephemeral/rings.js';
+import { clientAddress } from './http/client-ip.js';
 import { acceptAnyBodyAsText } from './http/read-json.js';
 import { applyWireConventions, type AccessLog } from './http/wire-conventions.js';
 import { FIXED_LIMITS } from './limits.js';
@@ -55,16 +54,6 @@ function createLock(): <T>(work: () => Promise<T>) => Promise<T> {
     tail = run.catch(() => undefined);
     return run;
   };
-}
-
-/** The client address of a raw request, for the Watch upgrades (same rule as clientIp). */
-function rawClientIp(request: IncomingMessage, trustProxy: boolean): string {
-  if (trustProxy) {
-    const header = request.headers['x-forwarded-for'];
-    const first = (Array.isArray(header) ? header[0] : header)?.split(',')[0]?.trim();
-    if (first && isIP(first)) return first;
-  }
-  return request.socket.remoteAddress ?? 'unknown';
 }
 
 /**
@@ -138,7 +127,7 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
     },
     apns,
     rateLimit: context.limiter,
-    clientIp: (request) => rawClientIp(request, config.trustProxy),
+    clientIp: (request) => clientAddress(request, config.trustedProxyHops),
     config: {
       ...config.watch,
       publicUrl: config.publicUrl,

@@ -17,8 +17,11 @@ export interface RelayConfig {
   apnsTopic: string;
   /** APNS_WATCH_TOPIC: base of the Watch's VoIP topic. */
   apnsWatchTopic: string;
-  /** TRUST_PROXY=1: the client address is X-Forwarded-For's first entry. */
-  trustProxy: boolean;
+  /**
+   * TRUST_PROXY: how many reverse proxies in front of the relay append to X-Forwarded-For (0: none,
+   * the socket's peer is the client). Per-IP limits count the entry the outermost of them added.
+   */
+  trustedProxyHops: number;
   limits: Limits;
   /** APNS_* as the sender factory reads them (seams, provider key). */
   apns: ApnsOptions;
@@ -49,6 +52,23 @@ export function parsePublicUrl(raw: string): string {
 }
 
 /**
+ * TRUST_PROXY: unset, blank, `0` or `false` trust no proxy; `1` or `true` one proxy (the last
+ * X-Forwarded-For entry is the client); `<n>` n proxies in a chain (the n-th entry from the right).
+ * Anything else stops the relay: a typo must not silently turn the per-IP limits off or onto a
+ * header the client writes.
+ */
+export function parseTrustProxy(raw: string | undefined): number {
+  const value = raw?.trim().toLowerCase() ?? '';
+  if (value === '' || value === '0' || value === 'false') return 0;
+  if (value === 'true') return 1;
+  const hops = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(hops)) {
+    throw new ConfigError('TRUST_PROXY must be 1 (or true) for one proxy, or the number of trusted proxy hops.');
+  }
+  return hops;
+}
+
+/**
  * Reads the operator's environment (README configuration table). Throws ConfigError with a message
  * naming the variable; main.ts prints it to stderr and exits non-zero.
  */
@@ -75,6 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RelayConfig {
   const port = env.PORT?.trim() ? Number(env.PORT) : 9120;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError('PORT must be a port number.');
   const databaseUrl = env.DATABASE_URL?.trim() || path.resolve(sqlitePathFor(dataPath));
+  const trustedProxyHops = parseTrustProxy(env.TRUST_PROXY);
   return {
     host: env.HOST?.trim() || '127.0.0.1',
     port,
@@ -83,7 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RelayConfig {
     dataPath,
     apnsTopic,
     apnsWatchTopic: env.APNS_WATCH_TOPIC?.trim() || `${apnsTopic}.watchkitapp`,
-    trustProxy: env.TRUST_PROXY === '1',
+    trustedProxyHops,
     limits,
     apns,
     watch,

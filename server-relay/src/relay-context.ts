@@ -7,7 +7,7 @@ import type { EventLedger } from './ephemeral/event-ledger.js';
 import type { RateLimiter } from './ephemeral/rate-limiter.js';
 import type { RingSessionStore } from './ephemeral/ring-sessions.js';
 import type { RingRegistry } from './ephemeral/rings.js';
-import { clientIp } from './http/client-ip.js';
+import { clientAddress } from './http/client-ip.js';
 import type { DeferredActivity } from './store/deferred-activity.js';
 import type { GatewayRecord, InstallationRecord } from './store/records.js';
 import type { RelayStore } from './store/relay-store.js';
@@ -33,7 +33,7 @@ export interface RelayContext {
 }
 
 export function ipOf(context: RelayContext, request: FastifyRequest): string {
-  return clientIp(request, context.config.trustProxy);
+  return clientAddress(request.raw, context.config.trustedProxyHops);
 }
 
 /** 429 rate_limited when the key is over its window. */

@@ -66,7 +66,7 @@ export interface WatchDeps {
   apns: ApnsSender;
   /** The relay's fixed-window limiter: counts one hit, false once the key is over `max` in its window (default 60 s). */
   rateLimit: { hit(key: string, max: number, windowMs?: number): boolean };
-  /** The client address for per-IP limits (X-Forwarded-For under TRUST_PROXY=1, else the socket); also used for upgrades. */
+  /** The client address for per-IP limits (the trusted proxy's X-Forwarded-For entry under TRUST_PROXY, else the socket); also used for upgrades. */
   clientIp(request: IncomingMessage): string;
   config: WatchConfig;
   /** Milliseconds since the epoch. */
