@@ -73,6 +73,7 @@ function status(config: MessengerConfig): number {
     `state dir:         ${config.stateDir}`,
     `allowed contacts:  ${config.allowedContacts.size === 0 ? 'all' : [...config.allowedContacts].join(', ')}`,
     `group chat policy: ${config.groupChatPolicy}`,
+    `approval admins:   ${config.groupApprovalAdmins.size === 0 ? 'none' : [...config.groupApprovalAdmins].join(', ')}`,
     `reply-to mode:     ${config.replyToMode}`,
     `hermes api:        ${config.hermes.baseUrl}`,
   ];

@@ -19,6 +19,11 @@ export interface MessengerConfig {
   relay: RelayOrigin;
   /** Contact ids allowed to start turns; empty means every reachable Contact. */
   allowedContacts: ReadonlySet<string>;
+  /**
+   * Contact ids that may answer any pending approval in a group chat, beside the person who started
+   * the waiting turn (Hermes' `allow_admin_from`, or `group_allow_admin_from` when that is set).
+   */
+  groupApprovalAdmins: ReadonlySet<string>;
   stateDir: string;
   replyToMode: ReplyToMode;
   groupChatPolicy: GroupChatPolicy;
@@ -48,6 +53,14 @@ function pick(
   return undefined;
 }
 
+/** A comma-separated (or YAML list) setting of Contact ids, blanks dropped. */
+function contactIds(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
 /**
  * Reads the configuration. `profileHome` is the Hermes profile home (`$HERMES_HOME`), the default
  * parent of the state directory so every profile has its own inbox.
@@ -70,10 +83,14 @@ export function readMessengerConfig(
     if (err instanceof RelayBaseUrlError) throw new MessengerConfigError(`RELAY_BASE_URL: ${err.message}`);
     throw err;
   }
-  const allowed = (pick(env, extra, ['RELAY_ALLOWED_CONTACTS'], ['allowed_contacts']) ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
+  const allowed = contactIds(pick(env, extra, ['RELAY_ALLOWED_CONTACTS'], ['allowed_contacts']));
+  // Hermes keeps one admin list per scope; a group list, when set, is the one for group chats (the
+  // only chats where the approval rule names admins). Without one, `allow_admin_from` applies, as
+  // the adapter seed says. Unset: only the requester may answer in a group.
+  const groupApprovalAdmins = contactIds(
+    pick(env, extra, ['RELAY_GROUP_ALLOW_ADMIN_FROM'], ['group_allow_admin_from']) ??
+      pick(env, extra, ['RELAY_ALLOW_ADMIN_FROM'], ['allow_admin_from']),
+  );
   const replyToMode = (pick(env, extra, ['RELAY_REPLY_TO_MODE'], ['reply_to_mode']) ?? 'auto').trim().toLowerCase();
   if (!['off', 'first', 'all', 'auto'].includes(replyToMode)) {
     throw new MessengerConfigError('RELAY_REPLY_TO_MODE must be off, first, all or auto');
@@ -91,6 +108,7 @@ export function readMessengerConfig(
     agentToken,
     relay,
     allowedContacts: new Set(allowed),
+    groupApprovalAdmins: new Set(groupApprovalAdmins),
     stateDir,
     replyToMode: replyToMode as ReplyToMode,
     groupChatPolicy,

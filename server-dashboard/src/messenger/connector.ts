@@ -69,6 +69,7 @@ export class MessengerConnector {
       clock,
       log,
       allowedContacts: config.allowedContacts,
+      groupApprovalAdmins: config.groupApprovalAdmins,
       groupChatPolicy: config.groupChatPolicy,
       replyToMode: config.replyToMode,
       mediaRoot: options.mediaRoot ?? null,

@@ -475,6 +475,13 @@ export class Inbox {
     return row?.status ?? null;
   }
 
+  /** The reason recorded with the row's last ignore or retry (null when none was). */
+  reason(eventId: string): string | null {
+    const row = this.sql('SELECT last_error FROM events WHERE event_id = ?').get(eventId) as
+      { last_error: string | null } | undefined;
+    return row?.last_error ?? null;
+  }
+
   backlog(): Record<EventStatus, number> & { oldestPendingAt: string | null } {
     const counts: Record<EventStatus, number> = {
       pending: 0,

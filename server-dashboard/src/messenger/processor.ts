@@ -8,7 +8,14 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { messageEvent, reactionEvent, type MessageEvent } from '@conduit/contracts/messenger/envelope';
-import { AgentRunFailedError, AgentTurnError, type AgentBackend, type TurnImage } from './agent-backend.js';
+import {
+  AgentRunFailedError,
+  AgentTurnError,
+  type AgentBackend,
+  type ApprovalChoice,
+  type TurnImage,
+} from './agent-backend.js';
+import { APPROVAL_REFUSAL_TEXT, mayAnswerApproval, type PendingApproval } from './approvals.js';
 import type { ReactionSpec } from './components.js';
 import type { ChatIndex } from './chat-index.js';
 import type { Clock, Logger } from './clock.js';
@@ -52,17 +59,14 @@ export interface ProcessorOptions {
   clock: Clock;
   log: Logger;
   allowedContacts: ReadonlySet<string>;
+  /** Who besides the requester may answer a pending approval in a group chat (approvals.ts). */
+  groupApprovalAdmins: ReadonlySet<string>;
   groupChatPolicy: GroupChatPolicy;
   replyToMode: ReplyToMode;
   /** Called when the processor must stop for good (e.g. the state binding no longer holds). */
   onFatal?: (err: Error) => void;
   /** Directory a `MEDIA:` path in an answer must be inside (unset: media lines are sent as text). */
   mediaRoot?: string | null;
-}
-
-interface PendingApproval {
-  runId: string;
-  requestId: string | null;
 }
 
 /** Per-turn send context: one Idempotency ordinal per POST, reset for every turn. */
@@ -75,7 +79,8 @@ interface TurnContext {
 
 type Intake =
   | { kind: 'ignore'; reason: string }
-  | { kind: 'approval'; chatId: string }
+  | { kind: 'approval'; chatId: string; pending: PendingApproval; choice: ApprovalChoice }
+  | { kind: 'approval-refused'; event: MessageEvent }
   | { kind: 'turn'; event: MessageEvent; input: string };
 
 const MEDIA_LINE = /^MEDIA:(\S.*)$/gm;
@@ -291,7 +296,16 @@ export class InboxProcessor {
     this.o.api.markRead(chatId).catch((err: unknown) => {
       this.o.log.warn('relay mark read failed', { chat_id: chatId, error: (err as Error).message });
     });
-    if (approvalChoice(input) !== null && this.approvals.has(chatId)) return { kind: 'approval', chatId };
+    const choice = approvalChoice(input);
+    const pending = this.approvals.get(chatId);
+    if (choice !== null && pending !== undefined) {
+      // Decided here, before anything acts: a group member who is neither the requester nor an
+      // admin never reaches Hermes, and the approval stays pending for the one who may answer.
+      if (!mayAnswerApproval(pending, { senderId: sender.id, inGroup: isGroup }, this.o.groupApprovalAdmins)) {
+        return { kind: 'approval-refused', event };
+      }
+      return { kind: 'approval', chatId, pending, choice };
+    }
     return { kind: 'turn', event, input };
   }
 
@@ -313,16 +327,16 @@ export class InboxProcessor {
       return;
     }
     if (intake.kind === 'approval') {
-      const pending = this.approvals.get(intake.chatId);
-      const choice = approvalChoice(composeInboundText(messageEvent.parse(row.envelope.data)));
-      if (pending !== undefined && choice !== null) {
+      // Still the same approval? Another answer taken meanwhile (or the turn ending) removed it.
+      if (this.approvals.get(intake.chatId) === intake.pending) {
         this.approvals.delete(intake.chatId);
         this.o.inbox.markDispatched(row.eventId);
-        await this.o.agent.approve(pending.runId, choice, pending.requestId);
+        await this.o.agent.approve(intake.pending.runId, intake.choice, intake.pending.requestId);
       }
       this.o.inbox.complete([row.eventId]);
       return;
     }
+    if (intake.kind === 'approval-refused') return this.refuseApproval(row, intake.event);
     const chatId = intake.event.chat.id;
     // One turn at a time per chat, in arrival order; other chats run beside it.
     const previous = this.chatChains.get(chatId) ?? Promise.resolve();
@@ -333,6 +347,25 @@ export class InboxProcessor {
       if (this.chatChains.get(chatId) === tail) this.chatChains.delete(chatId);
     });
     await turn;
+  }
+
+  /**
+   * An answer from a group member who may not give it: the sender is told so (under the row's own
+   * Idempotency-Key, so a replay does not tell them twice) and the row is settled with the reason.
+   * A failed send retries the row like a turn; the approval itself is left untouched.
+   */
+  private async refuseApproval(row: InboxRow, event: MessageEvent): Promise<void> {
+    const chatId = event.chat.id;
+    this.o.log.warn('relay approval answer refused: only the requester or an admin may answer in a group', {
+      chat_id: chatId,
+      sender_id: senderOf(event).id,
+    });
+    const ctx: TurnContext = { eventId: row.eventId, inboundMessageId: event.id, ordinal: 0, paymentOrdinal: 0 };
+    const content: MessageContent = { parts: [{ type: 'text', value: APPROVAL_REFUSAL_TEXT }] };
+    const replyTo = this.replyTarget(event);
+    if (replyTo !== undefined) content.reply_to = replyTo;
+    await this.send(chatId, content, ctx);
+    this.o.inbox.ignore(row.eventId, 'approval answer from a group member who is neither the requester nor an admin');
   }
 
   private async runTurn(row: InboxRow, event: MessageEvent, input: string): Promise<void> {
@@ -355,7 +388,7 @@ export class InboxProcessor {
       });
       for await (const ev of turn.events) {
         if (ev.kind === 'approval') {
-          this.approvals.set(chatId, { runId: turn.runId, requestId: ev.requestId });
+          this.approvals.set(chatId, { runId: turn.runId, requestId: ev.requestId, requesterId: senderOf(event).id });
           const text = [
             'Hermes asks for approval to run:',
             ev.command,

@@ -19,6 +19,8 @@ export class ScriptedAgentBackend implements AgentBackend {
   readonly reactions: ReactionNotice[] = [];
   readonly stopped: string[] = [];
   private readonly waiting = new Map<string, (c: ApprovalChoice) => void>();
+  /** Answers that came before the script asked for one, in order, per run. */
+  private readonly early = new Map<string, ApprovalChoice[]>();
   private readonly runsByKey = new Map<string, string>();
   private seq = 0;
 
@@ -31,7 +33,11 @@ export class ScriptedAgentBackend implements AgentBackend {
     const waiting = this.waiting;
     const approvals: AsyncIterable<ApprovalChoice> = {
       [Symbol.asyncIterator]: () => ({
-        next: () => new Promise((resolve) => waiting.set(runId, (c) => resolve({ value: c, done: false }))),
+        next: () => {
+          const ready = this.early.get(runId)?.shift();
+          if (ready !== undefined) return Promise.resolve({ value: ready, done: false });
+          return new Promise((resolve) => waiting.set(runId, (c) => resolve({ value: c, done: false })));
+        },
       }),
     };
     return { runId, events: this.script(request, approvals) };
@@ -41,7 +47,9 @@ export class ScriptedAgentBackend implements AgentBackend {
     this.approvals.push({ runId, choice, requestId });
     const w = this.waiting.get(runId);
     this.waiting.delete(runId);
-    w?.(choice);
+    // An answer can arrive before the script waits for it (the prompt is sent first): keep it.
+    if (w === undefined) this.early.set(runId, [...(this.early.get(runId) ?? []), choice]);
+    else w(choice);
   }
 
   async stop(runId: string): Promise<void> {

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import path from 'node:path';
+import { tempDir } from './harness.js';
 import { normalizeRelayBaseUrl } from '../../src/messenger/base-url.js';
 import { MessengerConfigError, readMessengerConfig } from '../../src/messenger/config.js';
-import { parseDotenv } from '../../src/messenger/profile-settings.js';
+import { loadProfileSettings, parseDotenv } from '../../src/messenger/profile-settings.js';
 
 describe('RELAY_BASE_URL normalisation', () => {
   it.each([
@@ -87,6 +90,24 @@ describe('messenger configuration', () => {
     expect(() => readMessengerConfig({ ...base, RELAY_REPLY_TO_MODE: 'sometimes' }, '/h')).toThrow(
       /RELAY_REPLY_TO_MODE/,
     );
+  });
+
+  it('group approval admins: allow_admin_from from config.yaml, the environment over it, a group list over both', () => {
+    expect(readMessengerConfig(base, '/h').groupApprovalAdmins.size).toBe(0);
+    const home = tempDir('msgr-admins-');
+    fs.writeFileSync(
+      path.join(home, 'config.yaml'),
+      'gateway:\n  platforms:\n    relayapp:\n      extra:\n        allow_admin_from: ["c-1", "c-2"]\n',
+    );
+    const fromYaml = loadProfileSettings(base, home);
+    expect([...readMessengerConfig(fromYaml.env, home, fromYaml.extra).groupApprovalAdmins]).toEqual(['c-1', 'c-2']);
+    const fromEnv = loadProfileSettings({ ...base, RELAY_ALLOW_ADMIN_FROM: ' c-9 ,' }, home);
+    expect([...readMessengerConfig(fromEnv.env, home, fromEnv.extra).groupApprovalAdmins]).toEqual(['c-9']);
+    // Hermes keeps one admin list per scope: a group list, when set, is the one for groups.
+    const scoped = readMessengerConfig({ ...base, RELAY_ALLOW_ADMIN_FROM: 'c-9' }, '/h', {
+      group_allow_admin_from: ['g-1'],
+    });
+    expect([...scoped.groupApprovalAdmins]).toEqual(['g-1']);
   });
 
   it('reads the .env the Relay CLI writes', () => {
