@@ -9,6 +9,7 @@ import { MemoryRateLimiter } from './ephemeral/rate-limiter.js';
 import { MemoryRingSessionStore } from './ephemeral/ring-sessions.js';
 import { MemoryRingRegistry } from './ephemeral/rings.js';
 import { clientAddress } from './http/client-ip.js';
+import { answerClientError, guardConnections, requestTimeoutOptions } from './http/connection-guard.js';
 import { acceptAnyBodyAsText } from './http/read-json.js';
 import { applyWireConventions, type AccessLog } from './http/wire-conventions.js';
 import { FIXED_LIMITS } from './limits.js';
@@ -99,11 +100,22 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
     decisionLock: createLock(),
   };
 
+  const { requestTimeoutMs } = config.limits;
   const app = Fastify({
     logger: false,
     bodyLimit: FIXED_LIMITS.maxBodyChars * 4,
     // The reference routes on method and path: HEAD is an unknown route there (404 not_found).
     exposeHeadRoutes: false,
+    // Fastify sets the server's requestTimeout from its own option (0 = none) after creating it.
+    requestTimeout: requestTimeoutMs,
+    http: requestTimeoutOptions(requestTimeoutMs),
+    clientErrorHandler: answerClientError,
+  });
+  guardConnections(app.server, {
+    requestTimeoutMs,
+    // Behind a trusted proxy every connection is the proxy's: counting them per address would cap
+    // the whole relay, so the proxy bounds its own clients instead.
+    maxConnectionsPerIp: config.trustedProxyHops === 0 ? config.limits.maxConnectionsPerIp : undefined,
   });
   acceptAnyBodyAsText(app);
   applyWireConventions(app, accessLog, (error) =>

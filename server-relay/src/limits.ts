@@ -21,6 +21,22 @@ export const LIMIT_TABLE = {
   maxWatchAudioBridges: { env: 'RELAY_MAX_WATCH_AUDIO_BRIDGES', default: 200 },
   maxWatchAudioBridgesPerGateway: { env: 'RELAY_MAX_WATCH_AUDIO_BRIDGES_PER_GATEWAY', default: 2 },
   callsPerInstallationPerDay: { env: 'RELAY_CALLS_PER_INSTALLATION_PER_DAY', default: 60 },
+  /**
+   * A request's headers and body must have fully arrived this long after its first byte (and a new
+   * connection must complete its first request's headers within it), else the socket is closed (408).
+   * Bodies are at most 32 KB, which the slowest phone link sends in a few seconds; without a bound a
+   * client trickling one byte at a time holds a socket and its buffers forever. Long-polls and
+   * WebSocket upgrades are not cut: the bound ends once the request has arrived, however long the
+   * answer is held.
+   */
+  requestTimeoutMs: { env: 'RELAY_REQUEST_TIMEOUT_MS', default: 30_000 },
+  /**
+   * Open connections from one address (the socket's peer; not applied under TRUST_PROXY, where every
+   * connection comes from the proxy, which then bounds its own clients). A phone holds a handful
+   * (URLSession pools a few per host) and a host one per long-poll and audio socket, so 128 leaves
+   * room for a household or a carrier NAT while one address cannot take the process's sockets.
+   */
+  maxConnectionsPerIp: { env: 'RELAY_MAX_CONNECTIONS_PER_IP', default: 128 },
 } as const;
 
 export type LimitName = keyof typeof LIMIT_TABLE;
