@@ -25,6 +25,8 @@ function databaseUrlFromEnv(): string {
 async function withDb<T>(work: (db: Db) => Promise<T>): Promise<T> {
   const url = databaseUrlFromEnv();
   const { createDb, migrate } = await import('@conduit/prisma');
+  const { secureSqliteFiles } = await import('./store/sqlite-files.js');
+  secureSqliteFiles(url);
   await migrate(url);
   const db = createDb(url);
   try {
@@ -39,6 +41,8 @@ async function importOnBoot(config: RelayConfig): Promise<void> {
   if (!config.dataPath.endsWith('.json') || !existsSync(config.dataPath)) return;
   const { createDb, migrate } = await import('@conduit/prisma');
   const { alreadyImported, importReferenceJson } = await loadImporter();
+  const { secureSqliteFiles } = await import('./store/sqlite-files.js');
+  secureSqliteFiles(config.databaseUrl);
   await migrate(config.databaseUrl);
   const db = createDb(config.databaseUrl);
   try {
@@ -84,6 +88,9 @@ async function loadMaintenance() {
 }
 
 async function main(): Promise<void> {
+  // Everything the relay writes (database, backups, capture log) is for its own user only; the
+  // files that matter are also created 0600 explicitly, this covers anything a library creates.
+  process.umask(0o077);
   const [command, ...rest] = process.argv.slice(2);
   if (command === undefined || command === 'serve') return serve();
   if (command === 'import-json') {

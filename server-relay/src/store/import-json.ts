@@ -1,4 +1,4 @@
-import { constants, copyFileSync, readFileSync } from 'node:fs';
+import { chmodSync, constants, copyFileSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { Db } from '@conduit/prisma';
 import { isActive, type DecisionRecord } from '../domain/decisions.js';
@@ -113,6 +113,8 @@ export async function importReferenceJson(db: Db, file: string, nowMs = Date.now
   const backupPath = `${file}.backup-${new Date(nowMs).toISOString().replace(/[:.]/g, '-')}`;
   // Exclusive: never overwrite an earlier backup. Byte-exact copy of what was imported.
   copyFileSync(file, backupPath, constants.COPYFILE_EXCL);
+  // The copy keeps the source's mode; the store holds credentials' hashes and device tokens.
+  chmodSync(backupPath, 0o600);
 
   const installations = Object.values(data.installations).map((inst) => ({
     id: inst.id,

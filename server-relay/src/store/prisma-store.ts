@@ -5,6 +5,7 @@ import { isActive } from '../domain/decisions.js';
 import type { BatchQuestion } from '../domain/events.js';
 import { normalizePreferences } from '../domain/preferences.js';
 import { dateTimeParam, lastSeenStatements, type LastSeen } from './last-seen-statements.js';
+import { secureSqliteFiles } from './sqlite-files.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
 import type { InstallationPatch, RelayStore, SecondaryTokenField } from './relay-store.js';
 
@@ -344,8 +345,9 @@ export class PrismaStore implements RelayStore {
   }
 }
 
-/** Applies the committed migrations, then opens the store. */
+/** Applies the committed migrations, then opens the store (a SQLite file private to the relay's user). */
 export async function openPrismaStore(databaseUrl: string): Promise<PrismaStore> {
+  secureSqliteFiles(databaseUrl);
   await migrate(databaseUrl);
   return new PrismaStore(createDb(databaseUrl), providerOf(databaseUrl));
 }
