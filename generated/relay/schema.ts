@@ -153,7 +153,7 @@ export interface paths {
         get?: never;
         /**
          * Register a Live Activity's push token under a chat's session ids
-         * @description Rate limit `live-activity:<installation>` 30/min. Re-registering a token replaces its session ids and keeps its expiry (8 hours after the first registration). An installation holds at most 8 registrations (a ninth replaces its oldest); the relay at most 20,000 (then 503).
+         * @description Rate limit `live-activity:<installation>` 30/min. Re-registering a token replaces its session ids and keeps its expiry (8 hours after the first registration). A token another installation registered is refused (409), never moved. An installation holds at most 8 registrations (a ninth replaces its oldest); the relay at most 20,000 (then 503).
          */
         put: operations["registerLiveActivity"];
         post?: never;
@@ -1395,6 +1395,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Another installation registered this push token; it stays with that installation until its registration ends. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "live_activity_token_in_use";
                     };
                 };
             };

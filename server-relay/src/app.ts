@@ -110,6 +110,7 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
     requestTimeout: requestTimeoutMs,
     http: requestTimeoutOptions(requestTimeoutMs),
     clientErrorHandler: answerClientError,
+    routerOptions: { maxParamLength: FIXED_LIMITS.maxPathParamChars },
   });
   guardConnections(app.server, {
     requestTimeoutMs,

@@ -69,6 +69,12 @@ export const FIXED_LIMITS = {
   eventIdTtlMs: 24 * 60 * 60 * 1000,
   /** The reference's readJson bound, in characters. */
   maxBodyChars: 32_768,
+  /**
+   * The longest path parameter any route takes: a Live Activity push token (64–200 hex) on DELETE.
+   * Fastify's default of 100 answered longer ones 414 in its own error shape, so a token the PUT
+   * accepted could never be deleted; decision ids (≤ 128) were cut off the same way.
+   */
+  maxPathParamChars: 200,
   /** Rings and the sessions the phone stores for a Watch-answered ring. */
   ringTtlMs: 10 * 60 * 1000,
   maxRings: 10_000,

@@ -59,7 +59,7 @@ export const registerLiveActivity = defineRoute({
   operationId: 'registerLiveActivity',
   summary: "Register a Live Activity's push token under a chat's session ids",
   description:
-    'Rate limit `live-activity:<installation>` 30/min. Re-registering a token replaces its session ids and keeps its expiry (8 hours after the first registration). An installation holds at most 8 registrations (a ninth replaces its oldest); the relay at most 20,000 (then 503).',
+    'Rate limit `live-activity:<installation>` 30/min. Re-registering a token replaces its session ids and keeps its expiry (8 hours after the first registration). A token another installation registered is refused (409), never moved. An installation holds at most 8 registrations (a ninth replaces its oldest); the relay at most 20,000 (then 503).',
   tags: ['live-activities'],
   auth: 'device',
   body: liveActivityRegistration,
@@ -72,6 +72,11 @@ export const registerLiveActivity = defineRoute({
     },
     400: { description: 'Malformed body or JSON.', schema: errorBody(['invalid_live_activity', 'invalid_json']) },
     401: { description: 'Unknown or inactive installation.', schema: errorBody(['unauthorized']) },
+    409: {
+      description:
+        'Another installation registered this push token; it stays with that installation until its registration ends.',
+      schema: errorBody(['live_activity_token_in_use']),
+    },
     413: { description: 'Body over 32,768 characters.', schema: errorBody(['payload_too_large']) },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
     503: {

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { WireError } from '@conduit/contracts/server';
+import { loggablePath } from './loggable-path.js';
 
-/** One access-log line per request; the path has no query and no header is ever logged. */
+/** One access-log line per request; the path has no query and no secret (loggablePath), no header is ever logged. */
 export type AccessLog = (line: {
   level: 'info';
   method: string;
@@ -37,7 +38,7 @@ export function applyWireConventions(
     accessLog({
       level: 'info',
       method: request.method,
-      path: request.url.split('?')[0] ?? '/',
+      path: loggablePath(request.url),
       status: reply.statusCode,
       duration_ms: Math.round(durationMs * 1000) / 1000,
     });

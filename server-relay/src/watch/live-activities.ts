@@ -34,13 +34,19 @@ export class LiveActivityRegistry {
   /**
    * Registers or re-registers a token. Re-registering keeps the first expiry (an activity cannot
    * outlive 8 hours); a ninth activity of an installation replaces its oldest.
+   *
+   * A token registered by another installation is refused ('taken'), never moved: iOS gives every
+   * activity its own token on one phone, so a second installation naming it is not that phone but
+   * someone who learned the token, and moving it would hand them the owner's Lock Screen (their
+   * host's progress reports would update it) while the owner's stopped. The owner's registration
+   * ends as any other: its phone deletes it, its turn ends, APNs calls the token gone, or 8 hours pass.
    */
   register(
     installationId: string,
     pushToken: string,
     sessionIds: readonly string[],
     gatewayId: string | undefined,
-  ): LiveActivityRegistration | 'capacity' {
+  ): LiveActivityRegistration | 'capacity' | 'taken' {
     this.sweep();
     const existing = this.byToken.get(pushToken);
     if (existing && existing.installationId === installationId) {
@@ -48,7 +54,7 @@ export class LiveActivityRegistry {
       this.byToken.set(pushToken, updated);
       return updated;
     }
-    if (existing) this.byToken.delete(pushToken);
+    if (existing) return 'taken';
     const own = [...this.byToken.values()].filter((r) => r.installationId === installationId);
     if (own.length >= MAX_LIVE_ACTIVITIES_PER_INSTALLATION) {
       const oldest = own.reduce((a, b) => (a.expiresAt <= b.expiresAt ? a : b));

@@ -31,6 +31,7 @@ export function liveActivityRoutes(app: FastifyInstance, deps: WatchDeps, regist
     const body = parseBody(request, liveActivityRegistration, 'invalid_live_activity');
     const registration = registry.register(device.installationId, body.push_token, body.session_ids, body.gateway_id);
     if (registration === 'capacity') return { status: 503, body: { error: 'live_activity_capacity' } };
+    if (registration === 'taken') return { status: 409, body: { error: 'live_activity_token_in_use' } };
     return {
       status: 200,
       body: { registered: true as const, expires_at: new Date(registration.expiresAt).toISOString() },

@@ -54,6 +54,8 @@ export interface Relay {
   store: PrismaStore;
   logs: Record<string, unknown>[];
   accessLog: Record<string, unknown>[];
+  /** The first access-log line (already written or yet to come) that `match` accepts. */
+  accessLogLine(match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
   close(): Promise<void>;
 }
 
@@ -64,12 +66,23 @@ export async function startRelay(databaseUrl: string, env: Record<string, string
   const clock = new TestClock();
   const logs: Record<string, unknown>[] = [];
   const accessLog: Record<string, unknown>[] = [];
+  // The line is written after the reply has gone out, so a test waits for it rather than reading at once.
+  const accessWaiters: {
+    match: (line: Record<string, unknown>) => boolean;
+    resolve: (line: Record<string, unknown>) => void;
+  }[] = [];
   const app = await buildApp(testConfig(databaseUrl, env), {
     store,
     apns,
     now: clock.now,
     log: (level, msg, fields) => logs.push({ level, msg, ...fields }),
-    accessLog: (line) => accessLog.push(line),
+    accessLog: (line) => {
+      accessLog.push(line);
+      for (const waiter of accessWaiters.filter((w) => w.match(line))) {
+        accessWaiters.splice(accessWaiters.indexOf(waiter), 1);
+        waiter.resolve(line);
+      }
+    },
   });
   const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
@@ -81,6 +94,10 @@ export async function startRelay(databaseUrl: string, env: Record<string, string
     store,
     logs,
     accessLog,
+    accessLogLine: (match) => {
+      const written = accessLog.find(match);
+      return written ? Promise.resolve(written) : new Promise((resolve) => accessWaiters.push({ match, resolve }));
+    },
     close: async () => {
       await app.close();
       await store.close();
