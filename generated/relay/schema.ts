@@ -214,7 +214,7 @@ export interface paths {
         put?: never;
         /**
          * Get a short-lived Apple Maps Server API access token
-         * @description One cached token serves every host (so it identifies none), minted from the relay's Maps key (MAPS_KEY_ID, MAPS_KEY_PATH, APNS_TEAM_ID) by exchanging a signed JWT at Apple's token endpoint, and renewed a minute before it expires. Rate limit `maps-token:<gateway>` 30/min. The relay never sees a lookup: hosts call maps-api.apple.com themselves.
+         * @description One cached token serves every host (so it identifies none), minted from the relay's Maps key (MAPS_KEY_ID, MAPS_KEY_PATH, APNS_TEAM_ID) by exchanging a signed JWT at Apple's token endpoint, and renewed a minute before it expires. Rate limit `maps-token:<gateway>` 30/min; at most RELAY_MAPS_TOKENS_PER_INSTALLATION_PER_DAY (200) tokens handed to one installation's hosts per 24 hours (`maps_token_limit`). The relay never sees a lookup: hosts call maps-api.apple.com themselves.
          */
         post: operations["mintMapsToken"];
         delete?: never;
@@ -1635,7 +1635,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited. */
+            /** @description Rate limited (`rate_limited`), or the installation's hosts had their tokens for the day (`maps_token_limit`). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1643,7 +1643,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "rate_limited";
+                        error: "rate_limited" | "maps_token_limit";
                     };
                 };
             };

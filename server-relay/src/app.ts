@@ -150,6 +150,7 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
       watchCallsPerMinute: config.limits.watchCallsPerMinute,
       maxAudioBridges: config.limits.maxWatchAudioBridges,
       maxAudioBridgesPerGateway: config.limits.maxWatchAudioBridgesPerGateway,
+      mapsTokensPerInstallationPerDay: config.limits.mapsTokensPerInstallationPerDay,
     },
     now,
   });

@@ -22,6 +22,14 @@ export const LIMIT_TABLE = {
   maxWatchAudioBridgesPerGateway: { env: 'RELAY_MAX_WATCH_AUDIO_BRIDGES_PER_GATEWAY', default: 2 },
   callsPerInstallationPerDay: { env: 'RELAY_CALLS_PER_INSTALLATION_PER_DAY', default: 60 },
   /**
+   * Apple Maps tokens handed to the hosts of one installation per 24 hours (`429 maps_token_limit`).
+   * The token is the relay's one shared Maps credential and anyone can register an installation and
+   * pair a host, so without a daily bound any self-made gateway could draw on the relay's Apple quota
+   * all day. The seed gives a host at most 200 Apple calls a day: even a host that asked for a token
+   * before every call stays under 200, and one that keeps it for its ~30 minutes needs about 50.
+   */
+  mapsTokensPerInstallationPerDay: { env: 'RELAY_MAPS_TOKENS_PER_INSTALLATION_PER_DAY', default: 200 },
+  /**
    * A request's headers and body must have fully arrived this long after its first byte (and a new
    * connection must complete its first request's headers within it), else the socket is closed (408).
    * Bodies are at most 32 KB, which the slowest phone link sends in a few seconds; without a bound a

@@ -36,6 +36,8 @@ export interface WatchSettings {
   hostGoneMs: number;
   /** WATCH_AUDIO_IDLE_MS: an audio socket silent this long is closed 4408 (60 s). */
   audioIdleMs: number;
+  /** RELAY_MAPS_TOKENS_PER_INSTALLATION_PER_DAY: Maps tokens handed to one installation's hosts per 24 h. */
+  mapsTokensPerInstallationPerDay: number;
 }
 
 /** The relay's Apple Maps key (MAPS_KEY_ID, MAPS_KEY_PATH, APNS_TEAM_ID); absent → 404 on /v1/maps/token. */

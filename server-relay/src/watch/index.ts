@@ -50,7 +50,7 @@ export function registerWatchFeatures(app: FastifyInstance, deps: WatchDeps): vo
   );
 
   liveActivityRoutes(app, deps, new LiveActivityRegistry(deps.now));
-  mapsRoutes(app, deps, deps.config.maps ? new MapsTokenSource(deps.config.maps, deps.now) : undefined);
+  mapsRoutes(app, deps, settings, deps.config.maps ? new MapsTokenSource(deps.config.maps, deps.now) : undefined);
 
   // preClose: held requests and bridges must end before the server waits for connections to finish.
   app.addHook('preClose', async () => {

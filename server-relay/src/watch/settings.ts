@@ -1,5 +1,6 @@
 import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { LIMIT_TABLE } from '../limits.js';
 import type { MapsKeySettings, WatchSettings } from './deps.js';
 
 /** Reference defaults (API.md §4, §5, §9). */
@@ -13,6 +14,7 @@ export const WATCH_DEFAULTS: WatchSettings = {
   hostPollWaitMs: 25_000,
   hostGoneMs: 40_000,
   audioIdleMs: 60_000,
+  mapsTokensPerInstallationPerDay: LIMIT_TABLE.mapsTokensPerInstallationPerDay.default,
 };
 
 /** Apple's Maps Server API token endpoint. */
