@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import http from 'node:http';
 import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { WireError } from '@conduit/contracts/server';
@@ -15,7 +14,10 @@ import { httpRelayGateway, type RelayGateway } from './delivery/relay-gateway.js
 import { relaySender, type PrepareEvent } from './delivery/relay-sender.js';
 import { Spool } from './delivery/spool.js';
 import { bearerVerifier, dashboardVerifier, type CallerVerifier } from './fronting/caller-verification.js';
+import { guardedServer } from './fronting/listener.js';
 import { proxyHttp, proxyUpgrade } from './fronting/proxy.js';
+import { hostPolicy } from './fronting/request-guard.js';
+import { authenticatedRoutes } from './fronting/route-auth.js';
 import { AppSubmissions } from './notifier/app-submissions.js';
 import { DesktopSelectionPublisher } from './notifier/desktop-selection.js';
 import { gatewayObserver } from './notifier/gateway-observer.js';
@@ -35,7 +37,6 @@ import { ProfileSettings } from './settings/profile-settings.js';
 
 /** Where our own routes live; everything else belongs to the Hermes dashboard we front. */
 export const PLUGIN_PREFIX = '/api/plugins/conduit_push/';
-const PUBLIC_PATHS = new Set([PLUGIN_PREFIX + 'capabilities']);
 
 /** Seams a test or benchmark may replace; production uses the defaults. */
 export interface HostDeps {
@@ -54,6 +55,7 @@ export interface Host {
   notifier: Notifier;
 }
 
+/** Whether a canonical target (see request-guard.ts) is ours; everything else goes to the dashboard. */
 function isOurs(url: string | undefined): boolean {
   const pathname = (url ?? '/').split('?')[0] ?? '/';
   return (
@@ -90,17 +92,25 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
   const app = Fastify({
     logger: false,
     bodyLimit: 1024 * 1024,
-    serverFactory: (handler) => {
-      const server = http.createServer((req, res) => {
-        if (upstream && !isOurs(req.url)) proxyHttp(req, res, upstream);
-        else handler(req, res);
-      });
-      server.on('upgrade', (req, socket, head) => {
-        if (upstream && !isOurs(req.url)) proxyUpgrade(req, socket, head, upstream, observeGateway);
-        else socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
-      });
-      return server;
-    },
+    // Every request is canonicalised and checked at the browser boundary before it is routed or
+    // proxied (fronting/listener.ts); the proxy decision is then made on the target the router sees.
+    serverFactory: (handler) =>
+      guardedServer({
+        policy: hostPolicy(config.allowedHosts ?? []),
+        bounds: {
+          headersTimeoutMs: limits.headersTimeoutMs,
+          requestTimeoutMs: limits.requestTimeoutMs,
+          connectionsPerIp: limits.connectionsPerIp,
+        },
+        onRequest: (req, res) => {
+          if (upstream && !isOurs(req.url)) proxyHttp(req, res, upstream);
+          else handler(req, res);
+        },
+        onUpgrade: (req, socket, head) => {
+          if (upstream && !isOurs(req.url)) proxyUpgrade(req, socket, head, upstream, observeGateway);
+          else socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+        },
+      }),
   });
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof WireError) return reply.status(error.status).send(error.body());
@@ -116,17 +126,6 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     return reply.status(500).send({ error: 'internal_error' });
   });
   app.setNotFoundHandler((_request, reply) => reply.status(404).send({ error: 'not_found' }));
-
-  // Our routes accept only callers the dashboard accepts (or the standalone token); fail closed.
-  app.addHook('onRequest', async (request, reply) => {
-    const pathname = request.url.split('?')[0] ?? '';
-    if (!pathname.startsWith(PLUGIN_PREFIX) || PUBLIC_PATHS.has(pathname)) return;
-    const verdict = await verifier.verify(request.headers);
-    if (verdict === 'accepted') return;
-    if (verdict === 'denied')
-      return reply.status(401).header('cache-control', 'no-store').send({ error: 'unauthorized' });
-    return reply.status(503).header('cache-control', 'no-store').send({ error: 'dashboard_unavailable' });
-  });
 
   const deps: HostDeps = {
     prepare: overrides.prepare ?? privacyPrepare(clock),
@@ -201,22 +200,29 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
   });
 
   const hookToken = randomBytes(32).toString('base64url');
+  // The one public plugin route: the app reads capabilities before it has credentials.
   capabilityRoutes(app, config);
-  notificationSettingsRoutes(app, config.hermesHome, settings);
-  approvalRoutes(app, { hermesHome: config.hermesHome, cards: approvalCards });
-  registerPairingRoutes(app, {
-    resolveProfileHome: (requested) => {
-      const profile = resolveProfile(config.hermesHome, requested);
-      return { home: profile.home, profile: profile.name };
-    },
-    relay: createRelayApi({
-      userAgent: `Conduit-Host/${config.loadedVersion}`,
-      timeoutMs: limits.relayTimeoutMs,
-      ...(config.relayFetch ? { fetch: config.relayFetch } : {}),
-    }),
-    clock: () => clock.now(),
-    hostname: () => os.hostname(),
-    identity: { version: config.loadedVersion, capabilities: [...PLUGIN_CAPABILITIES] },
+  // Every other plugin route accepts only callers the dashboard accepts (or the standalone token).
+  // The check is a hook of this encapsulated scope, so it runs on the route the router matched —
+  // never a test of the raw URL, which percent-escapes and absolute-form targets spell differently.
+  await app.register(async (plugin) => {
+    plugin.addHook('onRequest', authenticatedRoutes(verifier));
+    notificationSettingsRoutes(plugin, config.hermesHome, settings);
+    approvalRoutes(plugin, { hermesHome: config.hermesHome, cards: approvalCards });
+    registerPairingRoutes(plugin, {
+      resolveProfileHome: (requested) => {
+        const profile = resolveProfile(config.hermesHome, requested);
+        return { home: profile.home, profile: profile.name };
+      },
+      relay: createRelayApi({
+        userAgent: `Conduit-Host/${config.loadedVersion}`,
+        timeoutMs: limits.relayTimeoutMs,
+        ...(config.relayFetch ? { fetch: config.relayFetch } : {}),
+      }),
+      clock: () => clock.now(),
+      hostname: () => os.hostname(),
+      identity: { version: config.loadedVersion, capabilities: [...PLUGIN_CAPABILITIES] },
+    });
   });
   hookRoutes(app, { hermesHome: config.hermesHome, hookToken, bodyLimit: limits.hookBodyBytes, notifier, log });
   mcpRoutes(app, {

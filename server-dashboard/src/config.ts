@@ -24,6 +24,16 @@ export interface HostConfig {
   /** This service's own private folder (runtime file for the hook bridge, delivery spool). */
   stateDir: string;
   fronting: FrontingMode;
+  /**
+   * Names (besides IP literals, localhost and this machine's own name) that browsers may reach this
+   * service by: `CONDUIT_HOST_ALLOWED_HOSTS`. Any other `Host` is refused (DNS-rebinding guard).
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * `CONDUIT_HOST_ALLOW_OPEN_DASHBOARD=1`: the operator accepts listening on a non-loopback address in
+   * front of a Hermes dashboard that has no login of its own (refused otherwise, see exposure.ts).
+   */
+  allowOpenDashboard?: boolean;
   /** The Hermes API server, for answering approvals of turns Hermes runs there. */
   hermesApi?: { url: string; key: string } | undefined;
   limits: Limits;

@@ -34,6 +34,27 @@ function standaloneToken(env: NodeJS.ProcessEnv, stateDir: string): string {
   return token;
 }
 
+/** `CONDUIT_HOST_ALLOWED_HOSTS`: comma-separated DNS names, `*.example.net` for every name under one. */
+function allowedHostNames(raw: string): string[] {
+  const names = raw
+    .split(',')
+    .map((name) => name.trim().toLowerCase())
+    .filter(Boolean);
+  for (const name of names) {
+    if (!/^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(name)) {
+      throw new ConfigError('CONDUIT_HOST_ALLOWED_HOSTS must list host names (no ports, no schemes), comma-separated');
+    }
+  }
+  return names;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (!raw || raw === '0' || raw === 'false' || raw === 'no') return false;
+  if (raw === '1' || raw === 'true' || raw === 'yes') return true;
+  throw new ConfigError(`${name} must be 1 or 0`);
+}
+
 /** Reads the host service's configuration from the environment; throws ConfigError naming the variable. */
 export function hostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): HostConfig {
   const portText = env.CONDUIT_HOST_PORT?.trim();
@@ -57,6 +78,8 @@ export function hostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): HostCon
     fronting: dashboard
       ? { mode: 'dashboard', dashboardUrl: httpUrl('HERMES_DASHBOARD_URL', dashboard) }
       : { mode: 'standalone', bearerToken: standaloneToken(env, stateDir) },
+    allowedHosts: allowedHostNames(env.CONDUIT_HOST_ALLOWED_HOSTS ?? ''),
+    allowOpenDashboard: flag(env, 'CONDUIT_HOST_ALLOW_OPEN_DASHBOARD'),
     hermesApi: apiUrl && apiKey ? { url: httpUrl('HERMES_API_URL', apiUrl), key: apiKey } : undefined,
     limits: readLimits(env),
     clock: systemClock,

@@ -24,6 +24,22 @@ export const LIMITS = {
   authTimeoutMs: { env: 'CONDUIT_AUTH_TIMEOUT_MS', default: 5_000, min: 100, max: 60_000 },
   /** Largest hook payload accepted from the bridge (Hermes sends whole conversation histories). */
   hookBodyBytes: { env: 'CONDUIT_HOOK_BODY_BYTES', default: 8 * 1024 * 1024, min: 1024, max: 64 * 1024 * 1024 },
+  /**
+   * A request whose headers have not all arrived by then is answered 408 and closed: a client that
+   * trickles headers would otherwise hold its socket (and its share of the per-IP bound) forever.
+   */
+  headersTimeoutMs: { env: 'CONDUIT_HEADERS_TIMEOUT_MS', default: 30_000, min: 100, max: 600_000 },
+  /**
+   * The same for the whole request, body included. Longer than the headers' bound because uploads to
+   * the Hermes dashboard pass through the proxy; answers (held clarify calls) and upgraded sockets are
+   * not bounded by it. Must be at least the headers' bound.
+   */
+  requestTimeoutMs: { env: 'CONDUIT_REQUEST_TIMEOUT_MS', default: 60_000, min: 100, max: 3_600_000 },
+  /**
+   * Open connections one address may hold. Loopback callers share one address (browser tabs of the
+   * dashboard, held hook calls, Hermes' MCP client), so the default leaves them ample room.
+   */
+  connectionsPerIp: { env: 'CONDUIT_CONNECTIONS_PER_IP', default: 256, min: 1, max: 100_000 },
 } as const;
 
 export type LimitName = keyof typeof LIMITS;
@@ -44,6 +60,9 @@ export function readLimits(env: NodeJS.ProcessEnv): Limits {
       throw new LimitError(`${spec.env} must be an integer from ${spec.min} to ${spec.max}`);
     }
     out[name] = value;
+  }
+  if (out.requestTimeoutMs < out.headersTimeoutMs) {
+    throw new LimitError(`${LIMITS.requestTimeoutMs.env} must not be less than ${LIMITS.headersTimeoutMs.env}`);
   }
   return out;
 }

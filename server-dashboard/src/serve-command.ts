@@ -1,6 +1,7 @@
 import { buildHost } from './app.js';
 import { removeRuntimeFile, writeRuntimeFile } from './bridge/runtime-file.js';
 import { ConfigError } from './config.js';
+import { exposureRefusal } from './fronting/exposure.js';
 import { hostConfigFromEnv } from './host-config.js';
 import { LimitError } from './limits.js';
 
@@ -18,6 +19,16 @@ export async function run(_argv: string[] = []): Promise<number> {
       return 1;
     }
     throw error;
+  }
+  const refusal = await exposureRefusal(config);
+  if (refusal) {
+    console.error(refusal);
+    return 1;
+  }
+  if (config.allowOpenDashboard && config.fronting.mode === 'dashboard') {
+    config.log.warn('listening in front of the Hermes dashboard without checking its login', {
+      setting: 'CONDUIT_HOST_ALLOW_OPEN_DASHBOARD',
+    });
   }
   const host = await buildHost(config);
   const address = await host.app.listen({ host: config.host, port: config.port });

@@ -84,11 +84,15 @@ export function mcpRoutes(app: FastifyInstance, options: McpEndpointOptions): vo
   app.route({
     method: ['GET', 'POST', 'DELETE'],
     url: MCP_PATH,
-    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+    // Decided from the socket and the headers before the body is read or parsed.
+    onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
       const token = bearer(request.headers.authorization);
       if (!isLoopbackHost(request.socket.remoteAddress ?? '') || !token || !sameSecret(token, options.token)) {
-        return refuse(reply.header('www-authenticate', 'Bearer'), 401, 'unauthorized');
+        return refuse(reply.header('www-authenticate', 'Bearer').header('connection', 'close'), 401, 'unauthorized');
       }
+      return undefined;
+    },
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
       // Stateless: no session to resume, so no standalone event stream and nothing to delete.
       if (request.method !== 'POST') return refuse(reply.header('allow', 'POST'), 405, 'method_not_allowed');
       const query = querySchema.safeParse(request.query);

@@ -222,6 +222,8 @@ describe('GET/POST /api/plugins/conduit_push/e2e', () => {
     expect(await response.json()).toEqual({ detail: expect.any(String) });
   });
 
+  // The route module reads any body type as FastAPI does; in the service, the authenticated scope
+  // refuses the preflight-free ones first (test/fronting/attacks.test.ts).
   it('an empty body reads as {} and a body of any content type is read as JSON', async () => {
     const empty = await fetch(`${baseUrl}/api/plugins/conduit_push/e2e`, { method: 'POST' });
     expect(empty.status).toBe(400);
