@@ -3,6 +3,7 @@
  * one-command start (start.ts) and by every e2e test, so both run the servers the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -15,6 +16,32 @@ export interface Launched {
   /** Everything the child printed, for failure messages. */
   output: () => string;
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+  /** Resolves with the exit code (null when killed by a signal) whenever the process ends. */
+  exited: Promise<number | null>;
+}
+
+export class PortInUseError extends Error {
+  constructor(
+    readonly port: number,
+    readonly server: string,
+  ) {
+    super(`Port ${port} (the ${server}) is already in use by another program on 127.0.0.1.`);
+    this.name = 'PortInUseError';
+  }
+}
+
+/**
+ * Fails when something already listens on the port. Without this, a foreign server answering the
+ * readiness probe would pass for ours while our own process dies of EADDRINUSE behind it.
+ */
+export function assertPortFree(port: number, server: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'EADDRINUSE' ? new PortInUseError(port, server) : error),
+    );
+    probe.listen({ port, host: '127.0.0.1', exclusive: true }, () => probe.close(() => resolve()));
+  });
 }
 
 export async function launch(options: {
@@ -27,6 +54,7 @@ export async function launch(options: {
   readyPath: string;
   timeoutMs?: number;
 }): Promise<Launched> {
+  await assertPortFree(options.port, options.name);
   // Node itself with tsx as a loader (not the tsx CLI, which runs a second process): signals reach the
   // server directly, so a SIGTERM is handled by its own shutdown code.
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, options.entry)], {
@@ -44,7 +72,8 @@ export async function launch(options: {
     if (child.exitCode !== null) throw new Error(`${options.name} exited with ${child.exitCode}:\n${output}`);
     try {
       const response = await fetch(url + options.readyPath);
-      if (response.status < 500) break;
+      // Ready only while our own process is alive: the answer must be its.
+      if (response.status < 500 && child.exitCode === null) break;
     } catch {
       // not listening yet
     }
@@ -59,6 +88,7 @@ export async function launch(options: {
     url,
     child,
     output: () => output,
+    exited,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null) child.kill(signal);
       return exited;

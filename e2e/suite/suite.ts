@@ -22,6 +22,11 @@ export interface Suite {
   voice: Launched;
   voiceApiKey: string;
   stop: () => Promise<void>;
+  /**
+   * Resolves when one server ends without being asked to (a crash, a kill), naming it; the caller
+   * stops the rest. Never resolves after `stop()`.
+   */
+  unexpectedExit: Promise<{ server: Launched; code: number | null }>;
 }
 
 /** Reads a secret from the data folder, creating it (0600) on first use. */
@@ -87,12 +92,22 @@ export async function startSuite(
       readyPath: '/v1/realtime/discovery',
     });
     started.push(voice);
+    let stopping = false;
+    const unexpectedExit = new Promise<{ server: Launched; code: number | null }>((resolve) => {
+      for (const server of started) {
+        void server.exited.then((code) => {
+          if (!stopping) resolve({ server, code });
+        });
+      }
+    });
     return {
       relay,
       host,
       voice,
       voiceApiKey,
+      unexpectedExit,
       stop: async () => {
+        stopping = true;
         await Promise.all(started.map((server) => server.stop()));
       },
     };

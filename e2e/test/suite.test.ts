@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { createDashboardClient } from '@conduit/generated/dashboard/client';
 import { createRelayClient } from '@conduit/generated/relay/client';
 import { createVoiceClient } from '@conduit/generated/voice/client';
 import { freePort } from '@conduit/contracts/testing';
+import { PortInUseError } from '../suite/launch.js';
 import { startSuite, type Suite } from '../suite/suite.js';
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'conduit-suite-'));
@@ -45,8 +47,34 @@ describe('the one-command suite', () => {
     );
   });
 
+  it('reports a server that ends without being asked, naming it', async () => {
+    // As if the host were stopped from outside: the suite is told which server it lost.
+    suite.host.child.kill('SIGTERM');
+    const { server, code } = await suite.unexpectedExit;
+    expect([server.name, code]).toEqual(['host', 0]);
+  });
+
   it('stops every server on SIGTERM with exit code 0', async () => {
-    const codes = await Promise.all([suite.relay.stop(), suite.host.stop(), suite.voice.stop()]);
+    await suite.stop();
+    const codes = await Promise.all([suite.relay.exited, suite.host.exited, suite.voice.exited]);
     expect(codes).toEqual([0, 0, 0]);
+  });
+});
+
+describe('a port another program already holds', () => {
+  it('fails fast naming the port, and starts nothing', async () => {
+    const foreign = http.createServer((_req, res) => res.end('{"ok":true}'));
+    const port = await freePort();
+    await new Promise<void>((resolve) => foreign.listen(port, '127.0.0.1', resolve));
+    const otherDir = mkdtempSync(path.join(os.tmpdir(), 'conduit-suite-taken-'));
+    try {
+      // The foreign server answers the relay's readiness path; it must not pass for the relay.
+      await expect(
+        startSuite(otherDir, { relay: port, host: await freePort(), voice: await freePort() }),
+      ).rejects.toThrow(new PortInUseError(port, 'relay'));
+    } finally {
+      foreign.close();
+      rmSync(otherDir, { recursive: true, force: true });
+    }
   });
 });

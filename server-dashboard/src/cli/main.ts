@@ -28,7 +28,8 @@ async function main(argv: string[]): Promise<number> {
   const command = name ? commands[name] : undefined;
   if (!command) {
     process.stderr.write(usage());
-    return name === undefined || name === '--help' || name === '-h' ? 0 : 2;
+    // Asked for help: success. No command or an unknown one: a usage error, as `conduit push` does.
+    return name === '--help' || name === '-h' ? 0 : 2;
   }
   const loaded: unknown = await import(new URL(command.module, import.meta.url).href);
   if (!isCommandModule(loaded)) throw new Error(`conduit ${name} is not available in this build`);

@@ -42,6 +42,11 @@ export function isValidProfileName(name: string): boolean {
 export function resolveProfileHome(query: HomeQuery = {}): HomeLocation {
   const env = query.env ?? process.env;
   const envHome = env.HERMES_HOME?.trim() ? resolve(env.HERMES_HOME.trim()) : undefined;
+  if (query.root && !isDirectory(resolve(query.root))) {
+    // An explicit --home is the user's statement of where Hermes lives: a typo must not look like an
+    // unpaired profile (or create files in a folder nobody meant).
+    throw new ProfileError(`There is no Hermes home at ${resolve(query.root)} (--home)`);
+  }
   const root = query.root
     ? resolve(query.root)
     : envHome

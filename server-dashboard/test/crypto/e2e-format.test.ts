@@ -1,5 +1,4 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { e2eEnvelope } from '@conduit/contracts/crypto/e2e';
 import { decodeBase64Url, encodeBase64Url } from '../../src/crypto/base64url.js';
@@ -8,14 +7,10 @@ import { E2eSealError, pushAad, sealEvent } from '../../src/crypto/e2e-seal.js';
 import { openSealedAnswer, openSealedAnswers, sealAnswer } from '../../src/crypto/e2e-answer.js';
 import { openNotification } from '../../src/crypto/e2e-device.js';
 import type { HostEvent } from '../../src/crypto/host-event.js';
+import { readVector } from '../fixtures/vectors.js';
 import { nodeKeyedId, nodeKeys, nodeOpen, nodeSealAnswer, nodeSealRaw, nodeThreadToken } from './independent-e2e.js';
 
-const vector = JSON.parse(
-  readFileSync(
-    new URL('../../../../shared/spec/host/vectors/e2e_notification_vector_computed.json', import.meta.url),
-    'utf8',
-  ),
-) as {
+const vector = readVector('e2e_notification_vector_computed.json') as {
   kid: string;
   secret_hex: string;
   secret_b64url: string;

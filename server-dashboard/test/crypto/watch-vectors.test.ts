@@ -2,16 +2,12 @@
  * The Watch tools and Watch audio formats (CRYPTO.md §3, §4) are not built yet; these tests pin that the
  * shared primitives reproduce their repository vectors, so that work only adds labels and framing.
  */
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { readVector, type VectorName } from '../fixtures/vectors.js';
 import { decodeBase64Url, encodeBase64Url } from '../../src/crypto/base64url.js';
 import { hkdfSha256, openChaCha20Poly1305, sealChaCha20Poly1305 } from '../../src/crypto/symmetric.js';
 
-const read = (name: string): Record<string, unknown> =>
-  JSON.parse(readFileSync(new URL(`../../../../shared/spec/host/vectors/${name}`, import.meta.url), 'utf8')) as Record<
-    string,
-    unknown
-  >;
+const read = (name: VectorName): Record<string, unknown> => readVector(name) as Record<string, unknown>;
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
 const fromHex = (text: unknown) => new Uint8Array(Buffer.from(String(text), 'hex'));
 const utf8 = new TextEncoder();

@@ -1,6 +1,6 @@
 /** The `conduit push` command as a user runs it: a real process through the dispatcher (src/cli/main.ts). */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,8 +32,26 @@ function conduit(...argv: string[]): Promise<{ code: number | null; stdout: stri
 
 describe.concurrent('conduit push (process)', () => {
   it('status of an unpaired profile exits 1 with the reference message', async () => {
+    await mkdir(join(home, 'never-paired'));
     const result = await conduit('push', 'status', '--home', join(home, 'never-paired'));
     expect(result).toMatchObject({ code: 1, stdout: 'This Hermes profile is not paired with Conduit.\n' });
+  });
+
+  it('--home naming a folder that does not exist says so and exits 1', async () => {
+    const missing = join(home, 'no-such-hermes');
+    const result = await conduit('push', 'status', '--home', missing);
+    expect(result.code).toBe(1);
+    expect(result.stdout + result.stderr).toContain(`There is no Hermes home at ${missing} (--home)`);
+    expect(result.stdout).not.toContain('not paired');
+  });
+
+  it('conduit with no command prints the usage and exits 2; --help exits 0', async () => {
+    const bare = await conduit();
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toMatch(/^usage: conduit <command> \[args\]/);
+    const help = await conduit('--help');
+    expect(help.code).toBe(0);
+    expect(help.stderr).toMatch(/^usage: conduit <command>/);
   });
 
   it('status of a paired profile exits 0 and never prints the credential', async () => {
