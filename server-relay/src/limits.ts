@@ -93,6 +93,12 @@ export const FIXED_LIMITS = {
   maxRingSessionWaitMs: 20_000,
   /** APNs accepts 4 KB; the relay keeps headroom and drops structured content past this. */
   maxStructuredPayloadBytes: 3_800,
+  /**
+   * Tries of one conditional decision write. Each failed try means another write to the same decision
+   * succeeded, and a decision takes at most 8 qid answers and one release, so 16 is never reached by
+   * honest contention; it only stops a loop if something outside the relay rewrote the row.
+   */
+  maxDecisionWriteAttempts: 16,
   /** Deferred gateway last-seen / plugin-version writes. */
   deferredWriteDelayMs: 5_000,
 } as const;

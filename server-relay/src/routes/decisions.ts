@@ -3,23 +3,21 @@ import { bindRoute, WireError, type BoundRequest } from '@conduit/contracts/serv
 import { pollDecision, releaseDecision, respondDecision, respondDecisionLegacy } from '@conduit/contracts/relay/index';
 import {
   applyAnswer,
+  type AnswerOutcome,
   decisionKey,
   isActive,
   isExpired,
   normalizeAnswer,
   pollShape,
   resolveLegacyTarget,
-  type DecisionRecord,
 } from '../domain/decisions.js';
 import { cleanIdentifier, cleanText } from '../domain/text.js';
 import { FIXED_LIMITS } from '../limits.js';
 import { authenticateDevice, authenticateGateway, ipOf, limit, type RelayContext } from '../relay-context.js';
 import { readJson } from '../http/read-json.js';
+import type { DecisionChange } from '../store/relay-store.js';
 
-async function liveDecision(context: RelayContext, key: string): Promise<DecisionRecord | null> {
-  const decision = await context.store.findDecision(key);
-  return decision && !isExpired(decision, context.now()) ? decision : null;
-}
+type AnswerFailure = { ok: false; status: 400 | 404 | 409 | 410; code: string };
 
 export function decisionRoutes(app: FastifyInstance, context: RelayContext): void {
   const { limits } = context.config;
@@ -34,25 +32,36 @@ export function decisionRoutes(app: FastifyInstance, context: RelayContext): voi
     if (!answer) throw new WireError(400, 'invalid_answer');
     const questionId = cleanText(body.question_id, 40);
     const gatewayId = cleanIdentifier(body.gateway_id, 80);
-    let target: DecisionRecord;
+    const now = context.now();
+    let targetKey: string;
     if (gatewayId) {
-      const decision = await liveDecision(context, decisionKey(installation.id, gatewayId, params.id));
-      if (!decision) throw new WireError(404, 'unknown_decision');
-      target = decision;
+      targetKey = decisionKey(installation.id, gatewayId, params.id);
     } else {
-      const now = context.now();
       const holders = (await context.store.findDecisionsByRequest(installation.id, params.id)).filter(
         (decision) => !isExpired(decision, now),
       );
       const resolved = resolveLegacyTarget(holders);
       if (!resolved.ok) throw new WireError(resolved.status, resolved.code);
-      target = resolved.decision;
+      targetKey = resolved.decision.key;
     }
-    const outcome = applyAnswer(target, answer, questionId, context.now());
+    // First answer wins in the store itself: of simultaneous answers (two devices, a retried request,
+    // several relay processes) exactly one is written and the rest see the decision answered (409).
+    let charged = false;
+    const outcome = await context.store.updateDecision(
+      targetKey,
+      (current): DecisionChange<AnswerOutcome | AnswerFailure> => {
+        if (!current || isExpired(current, now)) {
+          return { result: { ok: false, status: 404, code: 'unknown_decision' } };
+        }
+        const applied = applyAnswer(current, answer, questionId, now);
+        if (!applied.ok) return { result: applied };
+        // Only a mutating answer spends the relay-wide decision budget, once however often it is tried.
+        if (!charged) limit(context, 'decision-global', limits.decisionActionsPerMinute);
+        charged = true;
+        return { result: applied, next: applied.decision };
+      },
+    );
     if (!outcome.ok) throw new WireError(outcome.status, outcome.code);
-    // Only a mutating answer spends the relay-wide decision budget.
-    limit(context, 'decision-global', limits.decisionActionsPerMinute);
-    await context.store.saveDecision(outcome.decision);
     return {
       status: 200 as const,
       body:
@@ -74,13 +83,23 @@ export function decisionRoutes(app: FastifyInstance, context: RelayContext): voi
   bindRoute(app, releaseDecision, async ({ params, request }) => {
     const { installation, gateway } = await authenticateGateway(context, request);
     limit(context, `decision-cancel:${gateway.id}`, FIXED_LIMITS.decisionCancelPerGateway);
-    const decision = await liveDecision(context, decisionKey(installation.id, gateway.id, params.id));
-    if (!decision) throw new WireError(404, 'unknown_decision');
-    // Repeated releases answer the same without rewriting or spending budget.
-    if (decision.cancelledAt !== undefined) return { status: 200, body: { status: 'cancelled' } };
-    if (!isActive(decision)) return { status: 200, body: { status: 'already_completed' } };
-    limit(context, 'decision-global', limits.decisionActionsPerMinute);
-    await context.store.saveDecision({ ...decision, cancelledAt: context.now() });
-    return { status: 200, body: { status: 'cancelled' } };
+    const now = context.now();
+    let charged = false;
+    // Conditional like an answer: a release racing an answer either lands first (the answer gets 410)
+    // or finds the decision answered (already_completed); it never writes over the answer.
+    const outcome = await context.store.updateDecision(
+      decisionKey(installation.id, gateway.id, params.id),
+      (current): DecisionChange<'unknown' | 'cancelled' | 'already_completed'> => {
+        if (!current || isExpired(current, now)) return { result: 'unknown' };
+        // Repeated releases answer the same without rewriting or spending budget.
+        if (current.cancelledAt !== undefined) return { result: 'cancelled' };
+        if (!isActive(current)) return { result: 'already_completed' };
+        if (!charged) limit(context, 'decision-global', limits.decisionActionsPerMinute);
+        charged = true;
+        return { result: 'cancelled', next: { ...current, cancelledAt: now } };
+      },
+    );
+    if (outcome === 'unknown') throw new WireError(404, 'unknown_decision');
+    return { status: 200, body: { status: outcome } };
   });
 }

@@ -183,7 +183,8 @@ async function deliverClarify(
   if (!(await context.store.insertDecision(decision))) return DUPLICATE;
   if (!push) return { status: 202, body: { accepted: true, delivered: false } };
   return sendPush(context, auth, push.notification, async () => {
-    await context.store.saveDecision({ ...decision, deliverable: false });
+    // Only the flag: the phone may already have answered through another card of this request id.
+    await context.store.markDecisionUndeliverable(decision.key);
   });
 }
 

@@ -1,6 +1,6 @@
 import type { DecisionRecord } from '../domain/decisions.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
-import type { InstallationPatch, RelayStore, SecondaryTokenField } from './relay-store.js';
+import type { DecisionChange, InstallationPatch, RelayStore, SecondaryTokenField } from './relay-store.js';
 
 function withActivity(gateway: GatewayRecord, activity: GatewayActivity): GatewayRecord {
   return {
@@ -185,8 +185,12 @@ export class CachedStore implements RelayStore {
     return this.inner.insertDecision(record);
   }
 
-  saveDecision(record: DecisionRecord): Promise<void> {
-    return this.inner.saveDecision(record);
+  updateDecision<T>(key: string, decide: (current: DecisionRecord | null) => DecisionChange<T>): Promise<T> {
+    return this.inner.updateDecision(key, decide);
+  }
+
+  markDecisionUndeliverable(key: string): Promise<void> {
+    return this.inner.markDecisionUndeliverable(key);
   }
 
   countDecisions(filter: { sinceMs: number; installationId?: string; active?: boolean }): Promise<number> {

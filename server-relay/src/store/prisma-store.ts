@@ -7,7 +7,8 @@ import { normalizePreferences } from '../domain/preferences.js';
 import { dateTimeParam, lastSeenStatements, type LastSeen } from './last-seen-statements.js';
 import { secureSqliteFiles } from './sqlite-files.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
-import type { InstallationPatch, RelayStore, SecondaryTokenField } from './relay-store.js';
+import type { DecisionChange, InstallationPatch, RelayStore, SecondaryTokenField } from './relay-store.js';
+import { FIXED_LIMITS } from '../limits.js';
 
 type InstallationRow = NonNullable<Awaited<ReturnType<Db['installation']['findUnique']>>>;
 type GatewayRow = NonNullable<Awaited<ReturnType<Db['gateway']['findUnique']>>>;
@@ -125,6 +126,11 @@ export function installationData(record: InstallationRecord) {
     createdAt: new Date(record.createdAt),
     updatedAt: new Date(record.updatedAt),
   };
+}
+
+/** Prisma's code for a unique-constraint violation, which both driver adapters report. */
+function isUniqueViolation(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'P2002';
 }
 
 /** Prisma on SQLite (DATA_PATH) or PostgreSQL (DATABASE_URL); migrations are applied by `openPrismaStore`. */
@@ -314,15 +320,44 @@ export class PrismaStore implements RelayStore {
   }
 
   async insertDecision(record: DecisionRecord): Promise<boolean> {
-    const existing = await this.db.decision.findUnique({ where: { key: record.key }, select: { key: true } });
-    if (existing) return false;
-    await this.db.decision.create({ data: decisionData(record) });
-    return true;
+    try {
+      await this.db.decision.create({ data: decisionData(record) });
+      return true;
+    } catch (error) {
+      // The key's primary-key constraint decides, so a check-then-insert race cannot park two.
+      if (isUniqueViolation(error)) return false;
+      throw error;
+    }
   }
 
-  async saveDecision(record: DecisionRecord): Promise<void> {
-    const data = decisionData(record);
-    await this.db.decision.upsert({ where: { key: record.key }, create: data, update: data });
+  async updateDecision<T>(key: string, decide: (current: DecisionRecord | null) => DecisionChange<T>): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      const row = await this.db.decision.findUnique({ where: { key } });
+      const change = decide(row ? toDecision(row) : null);
+      if (!row || !change.next) return change.result;
+      const { key: _unchangedKey, ...data } = decisionData(change.next);
+      // One conditional UPDATE: it matches only while the row still holds what `decide` saw. A scalar
+      // answer and a release each go from null to a value once, and a batch's answers only grow, so
+      // "still null" / "still set" and the exact answers text identify that state. On PostgreSQL a
+      // racing UPDATE waits for the row lock and then re-checks this condition on the new row.
+      const written = await this.db.decision.updateMany({
+        where: {
+          key,
+          answer: row.answer === null ? null : { not: null },
+          cancelledAt: row.cancelledAt === null ? null : { not: null },
+          answers: row.answers,
+        },
+        data,
+      });
+      if (written.count === 1) return change.result;
+      if (attempt >= FIXED_LIMITS.maxDecisionWriteAttempts) {
+        throw new Error('decision changed on every attempt to write it');
+      }
+    }
+  }
+
+  async markDecisionUndeliverable(key: string): Promise<void> {
+    await this.db.decision.updateMany({ where: { key }, data: { deliverable: false } });
   }
 
   async countDecisions(filter: { sinceMs: number; installationId?: string; active?: boolean }): Promise<number> {

@@ -11,6 +11,12 @@ export type InstallationPatch = Partial<
 /** The optional tokens APNs may call gone one at a time, without the installation's alert token. */
 export type SecondaryTokenField = 'voipToken' | 'watchVoipToken' | 'locationPushToken';
 
+/** What `updateDecision`'s callback decides: the outcome, and the record to write (none: no write). */
+export interface DecisionChange<T> {
+  result: T;
+  next?: DecisionRecord;
+}
+
 /**
  * The relay's persistent state. Every method that resolves has made its write durable (the API
  * acknowledges only after it), and no method's cost grows with the number of installations.
@@ -51,9 +57,23 @@ export interface RelayStore {
 
   findDecision(key: string): Promise<DecisionRecord | null>;
   findDecisionsByRequest(installationId: string, requestId: string): Promise<DecisionRecord[]>;
-  /** Inserts unless the key exists; false when it existed (a re-used request id never sends a second card). */
+  /**
+   * Inserts unless the key exists, in one statement; false when it existed (a re-used request id
+   * never sends a second card, and two racing events with one id park one decision).
+   */
   insertDecision(record: DecisionRecord): Promise<boolean>;
-  saveDecision(record: DecisionRecord): Promise<void>;
+  /**
+   * Changes one decision atomically. `decide` sees the stored record (null when there is none) and
+   * returns the outcome and, to change the record, its next state. The write is one conditional
+   * statement that applies only while the record still holds what `decide` saw (its answer, its
+   * answers and its release); if another write got there first, `decide` runs again on the fresh
+   * record. So of concurrent answers to one decision (or one qid) exactly one is written and the
+   * others see it answered, and answers to different qids are all kept. `decide` may run more than
+   * once and must have no effect besides its result (or a thrown error, which ends the change).
+   */
+  updateDecision<T>(key: string, decide: (current: DecisionRecord | null) => DecisionChange<T>): Promise<T>;
+  /** The card could not be delivered: sets `deliverable` false and touches nothing else (an answer may be in). */
+  markDecisionUndeliverable(key: string): Promise<void>;
   /** Counts records created at or after `sinceMs` (within TTL), optionally per installation / active only. */
   countDecisions(filter: { sinceMs: number; installationId?: string; active?: boolean }): Promise<number>;
   /** Drops records created before `beforeMs` (lazy TTL pruning). */
