@@ -7,6 +7,7 @@ import {
   RtpHeader,
   type PeerConfig,
   type RTCDataChannel,
+  type RTCDtlsTransport,
   type RTCRtpTransceiver,
 } from 'werift';
 import { Socket as UdpSocket } from 'node:dgram';
@@ -130,6 +131,49 @@ export function peerConfig(options: PeerOptions): Partial<PeerConfig> {
   };
 }
 
+/** The fields of werift's DTLS context that `continueAfterHandshakeRecords` reads and sets. */
+interface DtlsRecordState {
+  epoch: number;
+  recordSequenceNumber: number;
+  /** The last handshake flight sent (its records, serialized), kept for retransmission. */
+  lastMessage: unknown;
+}
+
+function dtlsRecordState(transport: RTCDtlsTransport): DtlsRecordState | null {
+  const context = (transport.dtls as unknown as { dtls?: Partial<DtlsRecordState> } | undefined)?.dtls;
+  if (!context || typeof context.epoch !== 'number' || typeof context.recordSequenceNumber !== 'number') return null;
+  return context as DtlsRecordState;
+}
+
+/** The highest record sequence number of `epoch` among serialized DTLS records (13-byte headers). */
+function highestSequenceInEpoch(buffers: readonly Buffer[], epoch: number): number {
+  let highest = 0;
+  for (const buffer of buffers) {
+    for (let offset = 0; offset + 13 <= buffer.length; offset += 13 + buffer.readUInt16BE(offset + 11)) {
+      if (buffer.readUInt16BE(offset + 3) === epoch) highest = Math.max(highest, buffer.readUIntBE(offset + 5, 6));
+    }
+  }
+  return highest;
+}
+
+/**
+ * Makes the gateway's DTLS records continue after the numbers its handshake used. werift 0.25 numbers its
+ * Finished record (the first of epoch 1) with the handshake's running count (8 with a browser) and only then
+ * restarts at 0 for application data, so its 8th application record repeats the Finished's sequence number.
+ * A browser's DTLS (BoringSSL's replay window) discards that record as a replay: one SCTP packet of the events
+ * channel lost a few messages after it opened, resent only when SCTP's retransmission timer fires (1 s at
+ * least) — the ~1 s stall of the first replies on a call. Returns whether the numbers had to move.
+ */
+export function continueAfterHandshakeRecords(transport: RTCDtlsTransport): boolean {
+  const state = dtlsRecordState(transport);
+  const flight = state?.lastMessage;
+  if (!state || !Array.isArray(flight) || !flight.every((part) => Buffer.isBuffer(part))) return false;
+  const used = highestSequenceInEpoch(flight as Buffer[], state.epoch);
+  if (state.recordSequenceNumber >= used) return false;
+  state.recordSequenceNumber = used;
+  return true;
+}
+
 export interface PeerEvents {
   /** A labelled `oai-events` channel opened (the caller announces the session on it). */
   onEventsChannel: (channel: RTCDataChannel) => void;
@@ -186,6 +230,11 @@ export class CallPeer {
       type: 'answer',
       sdp: answer.sdp.replace(/^a=setup:active(\r?)$/gm, 'a=setup:passive$1'),
     });
+    // Before any application data: the DTLS transport connects first, the events channel's SCTP after it.
+    for (const dtls of this.pc.dtlsTransports)
+      dtls.onStateChange.subscribe((state) => {
+        if (state === 'connected') continueAfterHandshakeRecords(dtls);
+      });
     const local = this.pc.localDescription;
     if (!local) throw new Error('no local description');
     return local.sdp;
