@@ -65,6 +65,9 @@ export class SharedFrameClock implements FrameClock {
       if (this.listeners.size === 0 && this.timer) {
         clearTimeout(this.timer);
         this.timer = null;
+        // The clock stops with the last call; the time until the next call starts it again is idle, not a
+        // late tick (counted, it showed as "jitter" of the length of the pause, e.g. 26,705 ms).
+        this.previous = null;
       }
     };
   }

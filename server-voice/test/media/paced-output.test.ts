@@ -187,6 +187,46 @@ describe('SharedFrameClock pacing figures', () => {
   });
 });
 
+describe('SharedFrameClock pacing figures across calls', () => {
+  it('does not count the idle time between two calls (the clock stopped) as jitter', () => {
+    let now = 0;
+    const clock = new SharedFrameClock(() => now);
+    const real = { setTimeout: globalThis.setTimeout, clearTimeout: globalThis.clearTimeout };
+    const scheduled: (() => void)[] = [];
+    globalThis.setTimeout = ((fn: () => void) => {
+      scheduled.push(fn);
+      return { unref() {} } as unknown as NodeJS.Timeout;
+    }) as typeof setTimeout;
+    globalThis.clearTimeout = (() => scheduled.splice(0)) as typeof clearTimeout;
+    try {
+      const tick = (at: number) => {
+        now = at;
+        scheduled.shift()?.();
+      };
+      // One call: three ticks, then it hangs up and the clock stops.
+      const first = clock.subscribe(() => undefined);
+      for (const at of [20, 40, 60]) tick(at);
+      first();
+      // The next call starts 26.7 s later (the figure operators saw as "jitter").
+      now = 26_765;
+      const second = clock.subscribe(() => undefined);
+      for (const at of [26_785, 26_805, 26_826]) tick(at);
+      second();
+      expect(clock.takePacingStats()).toEqual({
+        intervals: 4,
+        first_jitter_p50_ms: 0,
+        first_jitter_p99_ms: 1,
+        last_jitter_p50_ms: 0,
+        last_jitter_p99_ms: 1,
+        last_jitter_max_ms: 1,
+      });
+    } finally {
+      globalThis.setTimeout = real.setTimeout;
+      globalThis.clearTimeout = real.clearTimeout;
+    }
+  });
+});
+
 describe('Opus codec', () => {
   it('round-trips 20 ms of 48 kHz mono speech-band audio', () => {
     const encoder = new OpusEncoder();
