@@ -13,6 +13,31 @@ import type { ThreadScheduling } from './thread-priority.js';
 /** How long the sender process may take to start (it loads werift) before the gateway gives up on it. */
 const SENDER_START_TIMEOUT_MS = 20_000;
 
+/**
+ * The only environment variables the media sender process is given; everything else stays in the gateway.
+ * The process holds call sockets and SRTP keys for as long as calls last but needs no credential, so the
+ * gateway's API key, the proxy signing key, provider and agent keys, and whatever else the operator's
+ * environment carries never reach it (nor its /proc/<pid>/environ, nor a dump of it).
+ */
+export const SENDER_ENVIRONMENT_NAMES = [
+  // `chrt`, run to ask for real-time scheduling, is found on the PATH.
+  'PATH',
+  // tsx (when run from sources, as the image does) keeps its compile cache in the temporary folder.
+  'TMPDIR',
+  // Node's own options the operator set for the gateway (heap limits, diagnostics) apply to both processes.
+  'NODE_OPTIONS',
+] as const;
+
+/** The media sender's environment: the allow-listed names present in `env`, nothing else. */
+export function senderEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const name of SENDER_ENVIRONMENT_NAMES) {
+    const value = env[name];
+    if (value !== undefined) picked[name] = value;
+  }
+  return picked;
+}
+
 /** Where a call's output learns what the sender did. */
 interface OutputLink {
   onSent(epoch: number, frames: number, sentAgoMs: number): void;
@@ -112,6 +137,7 @@ export class MediaSender {
     const child = fork(entry, args, {
       serialization: 'advanced',
       execArgv: [...execArgv, '--single-threaded-gc'],
+      env: senderEnvironment(process.env),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     return new Promise((resolve, reject) => {
