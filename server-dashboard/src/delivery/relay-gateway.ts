@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { postEvent } from '@conduit/contracts/relay/events';
 import { createRelayClient } from '@conduit/generated/relay/client';
-import { isCredentialSafeRelayUrl, normaliseRelayUrl } from './relay-url.js';
+import { isCredentialSafeRelayUrl } from '../kernel/loopback.js';
 import type { SendOutcome } from './outcome.js';
 
 /** A paired profile's way to the relay: where, and with which gateway credential. */
@@ -48,6 +48,11 @@ function errorCode(body: unknown): string {
 
 /** APNs failures are final: the relay consumed the event id, so a resend would only be a duplicate. */
 const FINAL_5XX = new Set(['apns_rejected', 'apns_unreachable']);
+
+/** The relay URL without a trailing slash, the form every request path is appended to. */
+function normaliseRelayUrl(raw: string): string {
+  return raw.trim().replace(/\/+$/, '');
+}
 
 /** The body the relay contract accepts on POST /v1/events (validated before anything is sent). */
 const relayEventBody = postEvent.body ?? z.never();

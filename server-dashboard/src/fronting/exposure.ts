@@ -1,4 +1,4 @@
-import { isLoopbackHost } from '../delivery/relay-url.js';
+import { isLoopbackHost } from '../kernel/loopback.js';
 import type { HostConfig } from '../config.js';
 
 /** The marker a Hermes dashboard without a login of its own writes into `/` (SURFACES.md, loopback mode). */

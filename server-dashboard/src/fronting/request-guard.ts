@@ -1,7 +1,7 @@
 import net from 'node:net';
 import os from 'node:os';
 import type { IncomingMessage } from 'node:http';
-import { isLoopbackHost } from '../delivery/relay-url.js';
+import { isLoopbackHost } from '../kernel/loopback.js';
 
 /**
  * The browser boundary of the port this service listens on. Every request — our own routes, the hook

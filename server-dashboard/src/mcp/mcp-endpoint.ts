@@ -3,7 +3,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { isLoopbackHost } from '../delivery/relay-url.js';
+import { isLoopbackHost } from '../kernel/loopback.js';
 import { resolveProfile } from '../fronting/profiles.js';
 import type { Logger } from '../log.js';
 import type { ProfileScope } from '../notifier/notifier.js';

@@ -4,6 +4,7 @@
  */
 import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
+import { mayCarryCredentials } from '../kernel/loopback.js';
 
 export class RelayBaseUrlError extends Error {
   override name = 'RelayBaseUrlError';
@@ -16,14 +17,6 @@ export interface RelayOrigin {
   origin: string;
   /** The WebSocket endpoint: `wss://<host>/v1/websocket` (`ws://` for loopback http). */
   websocketUrl: string;
-}
-
-function isLoopbackHost(host: string): boolean {
-  const bare = host.startsWith('[') ? host.slice(1, -1) : host;
-  if (bare === 'localhost') return true;
-  if (isIP(bare) === 4) return bare.startsWith('127.');
-  if (isIP(bare) === 6) return bare === '::1';
-  return false;
 }
 
 /** Normalises an API origin or throws `RelayBaseUrlError`. */
@@ -55,7 +48,8 @@ export function normalizeRelayBaseUrl(raw: string): RelayOrigin {
     if (ascii === '') throw new RelayBaseUrlError('RELAY_BASE_URL host is not a valid domain name');
     host = ascii;
   }
-  if (url.protocol === 'http:' && !isLoopbackHost(host)) {
+  // The Agent Token rides on every request: the shared credential-URL rule decides.
+  if (!mayCarryCredentials(url)) {
     throw new RelayBaseUrlError('RELAY_BASE_URL must use https (http is accepted only for loopback development)');
   }
   // URL already drops a default port (443 for https, 80 for http) and compresses IPv6.

@@ -2,7 +2,8 @@ import { isPaired, relayUrlOf, DEFAULT_RELAY_URL, type CredentialFile } from '..
 import { readCredentials, unchanged, updateCredentials } from '../credentials/credential-store.js';
 import { normalisePairingCode } from './pairing-code.js';
 import type { ClaimAnswer, RelayApi } from './relay-api.js';
-import { credentialRelayUrl, isLoopbackHost, parseBareRelayUrl, relayUrlText, RelayUrlError } from './relay-url.js';
+import { isLoopbackHost } from '../kernel/loopback.js';
+import { credentialRelayUrl, parseBareRelayUrl, relayUrlText, RelayUrlError } from './relay-url.js';
 
 /** Input the user got wrong (a malformed code or URL): a 400, or exit 1 with the message. */
 export class PairingInputError extends Error {

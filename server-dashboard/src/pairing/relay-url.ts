@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { mayCarryCredentials } from '../kernel/loopback.js';
 
 /**
  * The relay URL rules of the seed: credentials travel only over HTTPS with a trusted certificate, plain
@@ -35,20 +35,6 @@ export function parseBareRelayUrl(text: string): URL | null {
 /** The canonical text of a bare relay URL: origin only, no trailing slash. */
 export function relayUrlText(url: URL): string {
   return url.origin;
-}
-
-/** Loopback by shape: `localhost`, 127.0.0.0/8, ::1. Names are not resolved. */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  if (isIP(host) === 4) return host.startsWith('127.');
-  if (isIP(host) === 6) return host === '::1' || host === '0:0:0:0:0:0:0:1';
-  return false;
-}
-
-/** Whether a gateway credential may be sent to this relay URL. */
-export function mayCarryCredentials(url: URL): boolean {
-  return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
 }
 
 /** The saved relay URL, checked before any credentialed request; throws RelayUrlError when unsafe. */

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { hookPayloadSchema } from '../bridge/hook-payload.js';
-import { isLoopbackHost } from '../delivery/relay-url.js';
+import { isLoopbackHost } from '../kernel/loopback.js';
 import { profileOfHook } from '../fronting/profiles.js';
 import type { Logger } from '../log.js';
 import type { Notifier } from '../notifier/notifier.js';

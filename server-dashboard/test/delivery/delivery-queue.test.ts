@@ -8,7 +8,7 @@ import { DeliveryQueue, type DeliveryLimits } from '../../src/delivery/delivery-
 import type { Settlement } from '../../src/delivery/outcome.js';
 import { privacyPrepare } from '../../src/delivery/pairing-adapter.js';
 import { httpRelayGateway } from '../../src/delivery/relay-gateway.js';
-import { isCredentialSafeRelayUrl } from '../../src/delivery/relay-url.js';
+import { isCredentialSafeRelayUrl } from '../../src/kernel/loopback.js';
 import { relaySender } from '../../src/delivery/relay-sender.js';
 import { Spool } from '../../src/delivery/spool.js';
 import { memoryLogger, silentLogger } from '../../src/log.js';
