@@ -24,6 +24,7 @@ import { CachedStore } from './store/cached-store.js';
 import { DeferredActivity } from './store/deferred-activity.js';
 import { openPrismaStore } from './store/prisma-store.js';
 import type { RelayStore } from './store/relay-store.js';
+import { UnpairedExpiry } from './store/unpaired-expiry.js';
 import { registerWatchFeatures, WATCH_CAPABILITIES } from './watch/index.js';
 
 /** What tests (and main.ts) may inject; everything else is built from the configuration. */
@@ -71,6 +72,16 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
   const activity = new DeferredActivity(store, FIXED_LIMITS.deferredWriteDelayMs, (error) =>
     log('error', 'deferred gateway write failed', { error: error instanceof Error ? error.message : String(error) }),
   );
+  const unpaired = new UnpairedExpiry(
+    store,
+    config.limits.unpairedInstallationTtlHours * 60 * 60 * 1000,
+    now,
+    (error) =>
+      log('error', 'unpaired installation expiry failed', {
+        error: error instanceof Error ? error.message : String(error),
+      }),
+    (count) => log('info', 'expired unpaired installations', { count }),
+  );
   const context: RelayContext = {
     config,
     store,
@@ -98,6 +109,7 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
     random: deps.random ?? randomBytes,
     log,
     decisionLock: createLock(),
+    unpaired,
   };
 
   const { requestTimeoutMs } = config.limits;
@@ -155,10 +167,12 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
     now,
   });
   app.addHook('onClose', async () => {
+    await unpaired.stop();
     await activity.flush();
     await apns.close();
     if (!deps.store) await database.close();
   });
   await app.ready();
+  unpaired.start();
   return app;
 }

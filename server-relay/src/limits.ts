@@ -30,6 +30,16 @@ export const LIMIT_TABLE = {
    */
   mapsTokensPerInstallationPerDay: { env: 'RELAY_MAPS_TOKENS_PER_INSTALLATION_PER_DAY', default: 200 },
   /**
+   * An installation no host ever paired with, whose phone has not used its credential for this many
+   * hours, is removed (store/unpaired-expiry.ts). Registration is anonymous, so without it a flood of
+   * registrations holds RELAY_MAX_INSTALLATIONS for ever. A real phone pairs within minutes of
+   * registering, or re-sends its state whenever the app opens, which counts as seen; a week lets a
+   * user install the app and set up Hermes days later. While a flood keeps the registration budget
+   * full it can hold at most RELAY_REGISTRATIONS_PER_MINUTE × this many slots, and it frees them this
+   * long after it stops.
+   */
+  unpairedInstallationTtlHours: { env: 'RELAY_UNPAIRED_INSTALLATION_TTL_HOURS', default: 7 * 24 },
+  /**
    * A request's headers and body must have fully arrived this long after its first byte (and a new
    * connection must complete its first request's headers within it), else the socket is closed (408).
    * Bodies are at most 32 KB, which the slowest phone link sends in a few seconds; without a bound a
@@ -99,6 +109,17 @@ export const FIXED_LIMITS = {
    * honest contention; it only stops a loop if something outside the relay rewrote the row.
    */
   maxDecisionWriteAttempts: 16,
+  /** How often expired unpaired installations are removed (and once at start). */
+  unpairedSweepIntervalMs: 60 * 60 * 1000,
+  /** A full relay sweeps before refusing a registration at most this often (a sweep reads every unpaired row). */
+  unpairedCapacitySweepEveryMs: 60 * 1000,
+  /**
+   * A phone's use of its credential is written at most this often (and at most every 1/24 of the
+   * unpaired TTL), so authenticated reads stay reads; only unpaired installations are stamped at all.
+   */
+  seenStampEveryMs: 60 * 60 * 1000,
+  /** Installations examined per statement by the unpaired sweep (one short write lock each on SQLite). */
+  unpairedSweepBatch: 500,
   /** Deferred gateway last-seen / plugin-version writes. */
   deferredWriteDelayMs: 5_000,
 } as const;

@@ -11,6 +11,7 @@ import { clientAddress } from './http/client-ip.js';
 import type { DeferredActivity } from './store/deferred-activity.js';
 import type { GatewayRecord, InstallationRecord } from './store/records.js';
 import type { RelayStore } from './store/relay-store.js';
+import type { UnpairedExpiry } from './store/unpaired-expiry.js';
 
 /** Operational log lines (never a secret, token or payload). */
 export type RelayLog = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
@@ -30,6 +31,8 @@ export interface RelayContext {
   log: RelayLog;
   /** Serialises decision capacity checks with the save that follows (the reference has no await between them). */
   decisionLock: <T>(work: () => Promise<T>) => Promise<T>;
+  /** Expiry of installations nobody paired: stamps device use, reclaims capacity. */
+  unpaired: UnpairedExpiry;
 }
 
 export function ipOf(context: RelayContext, request: FastifyRequest): string {
@@ -55,6 +58,8 @@ export async function findDevice(
   if (!credential) return null;
   const installation = await context.store.findInstallation(credential.installationId);
   if (!installation?.active || !secretMatches(credential.secret, installation.deviceSecretHash)) return null;
+  // The phone is in use: an installation not yet paired must not expire under it.
+  await context.unpaired.noteSeen(installation);
   return installation;
 }
 

@@ -35,6 +35,8 @@ function installation(locationPushToken: string | null): InstallationRecord {
     preferences: normalizePreferences({}),
     createdAt: Date.UTC(2026, 10, 29, 12, 0, 0, 1),
     updatedAt: Date.UTC(2026, 10, 29, 12, 0, 0, 1),
+    pairedAt: null,
+    lastSeenAt: Date.UTC(2026, 10, 29, 12, 0, 0, 1),
   };
 }
 

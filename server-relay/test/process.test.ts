@@ -211,6 +211,8 @@ describe('storage CLIs', () => {
       deviceSecretHash: sha('x'),
       preferences: normalizePreferences({}),
       createdAt: old,
+      pairedAt: null,
+      lastSeenAt: null,
     };
     await store.insertInstallation({ ...base, id: 'a0', active: false, updatedAt: old }); // eligible
     await store.insertInstallation({ ...base, id: 'a1', active: false, updatedAt: Date.now() }); // recent
@@ -222,7 +224,13 @@ describe('storage CLIs', () => {
     });
     await store.replacePairing({ codeHash: sha('code'), installationId: 'a4', expiresAt: old, dashboardId: null });
     try {
-      expect(await storageStatus(store.db, 50_000)).toEqual({ total: 5, active: 1, inactive: 4, maximum: 50_000 });
+      expect(await storageStatus(store.db, 50_000)).toEqual({
+        total: 5,
+        active: 1,
+        inactive: 4,
+        maximum: 50_000,
+        expired: 0,
+      });
       const backupDir = path.dirname(dataPath);
       expect(await pruneInactive(store.db, { apply: false, relayStopped: false, backupDir })).toEqual({
         eligible: 1,
@@ -240,7 +248,7 @@ describe('storage CLIs', () => {
     const applied = await runRelayAsync(['storage:prune-inactive', '--apply', '--relay-stopped'], env);
     expect(JSON.parse(applied.stdout)).toMatchObject({ eligible: 1, removed: 1 });
     const status = await runRelayAsync(['storage:status'], env);
-    expect(JSON.parse(status.stdout)).toEqual({ total: 4, active: 1, inactive: 3, maximum: 50_000 });
+    expect(JSON.parse(status.stdout)).toEqual({ total: 4, active: 1, inactive: 3, maximum: 50_000, expired: 0 });
     const backup = readdirSync(path.dirname(dataPath)).find((name) => name.startsWith('relay-prune.backup-'));
     expect(JSON.parse(readFileSync(path.join(path.dirname(dataPath), backup ?? ''), 'utf8'))).toMatchObject({
       installations: [{ id: 'a0' }],

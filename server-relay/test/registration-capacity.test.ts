@@ -98,6 +98,8 @@ function installation(i: number): InstallationRecord {
     preferences: normalizePreferences({}),
     createdAt: 0,
     updatedAt: 0,
+    pairedAt: null,
+    lastSeenAt: null,
   };
 }
 

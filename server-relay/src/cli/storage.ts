@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Db } from '@conduit/prisma';
+import { EXPIRED_INSTALLATIONS_KEY } from '../store/unpaired-expiry.js';
 
 /**
  * Operator maintenance on the relay's database (the reference's storage:status and
@@ -14,15 +15,18 @@ export interface StorageStatus {
   active: number;
   inactive: number;
   maximum: number;
+  /** Installations the relay removed because nobody paired them and their phone went unseen (all time). */
+  expired: number;
 }
 
 /** Counts only: no ids, tokens or credentials. */
 export async function storageStatus(db: Db, maximum: number): Promise<StorageStatus> {
-  const [total, active] = await Promise.all([
+  const [total, active, expired] = await Promise.all([
     db.installation.count(),
     db.installation.count({ where: { active: true } }),
+    db.storeMeta.findUnique({ where: { key: EXPIRED_INSTALLATIONS_KEY } }),
   ]);
-  return { total, active, inactive: total - active, maximum };
+  return { total, active, inactive: total - active, maximum, expired: Number(expired?.value ?? 0) || 0 };
 }
 
 export class MaintenanceError extends Error {}

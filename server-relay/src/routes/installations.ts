@@ -64,7 +64,12 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
       preferences: normalizePreferences(body.preferences),
       createdAt: now,
       updatedAt: now,
+      pairedAt: null,
+      // Registering is the first sighting: an installation nobody pairs expires a TTL from now.
+      lastSeenAt: now,
     };
+    // Slots held by installations nobody paired or used are reclaimed before a registration is refused.
+    if ((await context.store.countInstallations()) >= limits.maxInstallations) await context.unpaired.sweepAtCapacity();
     await context.store.insertInstallationIfAdmitted(installation, (count) => {
       // Capacity before the budget: a full relay must not spend the budget others need. The count
       // includes registrations still being written, so racing requests never overshoot the limit.

@@ -43,7 +43,8 @@ export class CachedStore implements RelayStore {
 
   /**
    * The installation count gates every registration; counting rows costs O(n), so it is read once
-   * and then kept by this process's inserts (installations are only removed offline, by the prune CLI).
+   * and then kept by this process's inserts and expiry sweeps (other removals happen offline, by the
+   * prune CLI).
    * Every caller awaits the same first read, so no insert can slip in between that read and its result.
    */
   private loadInstallationCount(): Promise<void> {
@@ -116,6 +117,23 @@ export class CachedStore implements RelayStore {
     }
   }
 
+  async recordInstallationSeen(id: string, atMs: number): Promise<void> {
+    await this.inner.recordInstallationSeen(id, atMs);
+    // Written through rather than dropped: the stamp is what the next noteSeen compares with.
+    const cached = this.installations.get(id);
+    if (cached) this.installations.set(id, { ...cached, lastSeenAt: atMs });
+  }
+
+  async expireUnpairedInstallations(cutoffMs: number, nowMs: number): Promise<string[]> {
+    // The count is loaded before the rows go, so subtracting them keeps it exact (inserts meanwhile
+    // are counted by their own increment).
+    await this.loadInstallationCount();
+    const removed = await this.inner.expireUnpairedInstallations(cutoffMs, nowMs);
+    this.installationCount -= removed.length;
+    for (const id of removed) this.installations.delete(id);
+    return removed;
+  }
+
   listGateways(installationId: string): Promise<GatewayRecord[]> {
     return this.inner.listGateways(installationId);
   }
@@ -169,8 +187,14 @@ export class CachedStore implements RelayStore {
     return this.inner.deletePairing(codeHash);
   }
 
-  claimPairing(codeHash: string, gateway: GatewayRecord): Promise<boolean> {
-    return this.inner.claimPairing(codeHash, gateway);
+  async claimPairing(codeHash: string, gateway: GatewayRecord): Promise<boolean> {
+    // The claim may set the installation's pairedAt: its cached copy is re-read.
+    this.installations.delete(gateway.installationId);
+    try {
+      return await this.inner.claimPairing(codeHash, gateway);
+    } finally {
+      this.installations.delete(gateway.installationId);
+    }
   }
 
   findDecision(key: string): Promise<DecisionRecord | null> {

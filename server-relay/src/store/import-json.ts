@@ -128,6 +128,11 @@ export async function importReferenceJson(db: Db, file: string, nowMs = Date.now
     preferences: JSON.stringify(normalizePreferences(inst.preferences)),
     createdAt: new Date(inst.createdAt ?? nowMs),
     updatedAt: new Date(inst.updatedAt ?? inst.createdAt ?? nowMs),
+    // The reference keeps no pairing date: an installation with a host was paired at registration
+    // at the latest. Every imported installation counts as seen now, so none expires as "never
+    // paired, not seen" before a full TTL has passed on this relay.
+    pairedAt: Object.keys(inst.gateways).length > 0 ? new Date(inst.createdAt ?? nowMs) : null,
+    lastSeenAt: new Date(nowMs),
   }));
   const gateways = Object.values(data.installations).flatMap((inst) =>
     Object.values(inst.gateways).map((gw) => ({

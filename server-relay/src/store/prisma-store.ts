@@ -8,6 +8,7 @@ import { dateTimeParam, lastSeenStatements, type LastSeen } from './last-seen-st
 import { secureSqliteFiles } from './sqlite-files.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
 import type { DecisionChange, InstallationPatch, RelayStore, SecondaryTokenField } from './relay-store.js';
+import { EXPIRED_INSTALLATIONS_KEY } from './unpaired-expiry.js';
 import { FIXED_LIMITS } from '../limits.js';
 
 type InstallationRow = NonNullable<Awaited<ReturnType<Db['installation']['findUnique']>>>;
@@ -37,6 +38,8 @@ function toInstallation(row: InstallationRow): InstallationRecord {
     preferences: normalizePreferences(parseJson(row.preferences, {})),
     createdAt: row.createdAt.getTime(),
     updatedAt: row.updatedAt.getTime(),
+    pairedAt: row.pairedAt ? row.pairedAt.getTime() : null,
+    lastSeenAt: row.lastSeenAt ? row.lastSeenAt.getTime() : null,
   };
 }
 
@@ -125,6 +128,8 @@ export function installationData(record: InstallationRecord) {
     preferences: JSON.stringify(record.preferences),
     createdAt: new Date(record.createdAt),
     updatedAt: new Date(record.updatedAt),
+    pairedAt: record.pairedAt !== null ? new Date(record.pairedAt) : null,
+    lastSeenAt: record.lastSeenAt !== null ? new Date(record.lastSeenAt) : null,
   };
 }
 
@@ -183,6 +188,67 @@ export class PrismaStore implements RelayStore {
 
   async clearTokenIfUnchanged(id: string, field: SecondaryTokenField, expected: string): Promise<void> {
     await this.db.installation.updateMany({ where: { id, [field]: expected }, data: { [field]: null } });
+  }
+
+  async recordInstallationSeen(id: string, atMs: number): Promise<void> {
+    await this.db.installation.updateMany({ where: { id }, data: { lastSeenAt: new Date(atMs) } });
+  }
+
+  async expireUnpairedInstallations(cutoffMs: number, nowMs: number): Promise<string[]> {
+    const cutoff = new Date(cutoffMs);
+    const now = new Date(nowMs);
+    const expired = {
+      pairedAt: null,
+      OR: [{ lastSeenAt: { lte: cutoff } }, { lastSeenAt: null, createdAt: { lte: cutoff } }],
+    };
+    const removed: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const candidates = await this.db.installation.findMany({
+        where: { ...expired, ...(after !== undefined ? { id: { gt: after } } : {}) },
+        select: { id: true },
+        orderBy: { id: 'asc' },
+        take: FIXED_LIMITS.unpairedSweepBatch,
+      });
+      const last = candidates.at(-1);
+      if (!last) break;
+      after = last.id;
+      const ids = candidates.map((candidate) => candidate.id);
+      // A host row (an import, a pairedAt lost to a crash) or a live code means the phone is in use.
+      const [hosts, liveCodes] = await Promise.all([
+        this.db.gateway.findMany({ where: { installationId: { in: ids } }, select: { installationId: true } }),
+        this.db.pairing.findMany({
+          where: { installationId: { in: ids }, expiresAt: { gt: now } },
+          select: { installationId: true },
+        }),
+      ]);
+      const held = new Set([...hosts, ...liveCodes].map((row) => row.installationId));
+      const eligible = ids.filter((id) => !held.has(id));
+      if (eligible.length > 0) removed.push(...(await this.removeExpired(eligible, expired, now)));
+      await yieldToEventLoop();
+    }
+    return removed;
+  }
+
+  /** One batch: delete (re-checking expiry in the statement), drop their dead codes, count them. */
+  private removeExpired(ids: string[], expired: { pairedAt: null; OR: object[] }, now: Date): Promise<string[]> {
+    return this.db.$transaction(async (tx) => {
+      await tx.installation.deleteMany({ where: { id: { in: ids }, ...expired } });
+      const kept = new Set(
+        (await tx.installation.findMany({ where: { id: { in: ids } }, select: { id: true } })).map((row) => row.id),
+      );
+      const gone = ids.filter((id) => !kept.has(id));
+      if (gone.length === 0) return gone;
+      await tx.pairing.deleteMany({ where: { installationId: { in: gone }, expiresAt: { lte: now } } });
+      await tx.storeMeta.upsert({
+        where: { key: EXPIRED_INSTALLATIONS_KEY },
+        create: { key: EXPIRED_INSTALLATIONS_KEY, value: '0' },
+        update: {},
+      });
+      // An increment in the statement, not read-then-write: another process's sweep cannot lose it.
+      await tx.$executeRaw`UPDATE "StoreMeta" SET "value" = CAST(CAST("value" AS INTEGER) + ${gone.length} AS TEXT) WHERE "key" = ${EXPIRED_INSTALLATIONS_KEY}`;
+      return gone;
+    });
   }
 
   async listGateways(installationId: string): Promise<GatewayRecord[]> {
@@ -277,19 +343,25 @@ export class PrismaStore implements RelayStore {
       const consumed = await tx.pairing.deleteMany({ where: { codeHash } });
       if (consumed.count !== 1) return false;
       await tx.gateway.create({ data: gatewayData(gateway) });
+      await tx.installation.updateMany({
+        where: { id: gateway.installationId, pairedAt: null },
+        data: { pairedAt: new Date(gateway.createdAt) },
+      });
       return true;
     });
   }
 
   /**
-   * PostgreSQL: consume the code and add the gateway in one statement, one round trip instead of the
-   * four of an interactive transaction (BEGIN, DELETE, INSERT, COMMIT). A claim racing for the same
+   * PostgreSQL: consume the code, add the gateway and mark the installation paired in one statement,
+   * one round trip instead of the five of an interactive transaction. A claim racing for the same
    * code waits on the row lock of the DELETE, then finds the row gone and inserts nothing.
    */
   private claimPairingInOneStatement(codeHash: string, gateway: GatewayRecord): Promise<number> {
     const data = gatewayData(gateway);
     return this.db.$executeRawUnsafe(
-      `WITH "consumed" AS (DELETE FROM "Pairing" WHERE "codeHash" = $1 RETURNING "codeHash") ` +
+      `WITH "consumed" AS (DELETE FROM "Pairing" WHERE "codeHash" = $1 RETURNING "codeHash"), ` +
+        `"paired" AS (UPDATE "Installation" SET "pairedAt" = $7::timestamp(3) ` +
+        `WHERE "id" = $2 AND "pairedAt" IS NULL AND EXISTS (SELECT 1 FROM "consumed")) ` +
         `INSERT INTO "Gateway" ("installationId", "id", "name", "secretHash", "dashboardId", "createdAt", ` +
         `"pluginVersion", "pluginCapabilities", "lastEventAt") ` +
         `SELECT $2, $3, $4, $5, $6, $7::timestamp(3), $8, $9, $10::timestamp(3) FROM "consumed"`,

@@ -15,6 +15,10 @@ export interface InstallationRecord {
   preferences: Preferences;
   createdAt: number;
   updatedAt: number;
+  /** When a host first claimed one of its pairing codes; null: never paired. */
+  pairedAt: number | null;
+  /** The device credential's latest use, stamped coarsely (see UnpairedExpiry); null: never. */
+  lastSeenAt: number | null;
 }
 
 export interface GatewayRecord {

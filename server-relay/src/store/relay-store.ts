@@ -35,6 +35,16 @@ export interface RelayStore {
   updateInstallation(id: string, patch: InstallationPatch): Promise<void>;
   /** Clears a secondary token only if it is still the one APNs refused (the phone may have sent a new one). */
   clearTokenIfUnchanged(id: string, field: SecondaryTokenField, expected: string): Promise<void>;
+  /** The phone used its device credential at `atMs` (only the last-seen time changes). */
+  recordInstallationSeen(id: string, atMs: number): Promise<void>;
+  /**
+   * Removes installations never paired (no pairedAt, no host) and not seen since `cutoffMs` (their
+   * last-seen time, or their registration when never seen), unless a pairing code of theirs is live
+   * at `nowMs`, with their expired codes; adds the number to the store's running total in the same
+   * transaction. Each row is re-checked by the statement that deletes it, so a phone seen or paired
+   * meanwhile keeps its row. Resolves with the removed ids, in batches that keep the event loop free.
+   */
+  expireUnpairedInstallations(cutoffMs: number, nowMs: number): Promise<string[]>;
 
   listGateways(installationId: string): Promise<GatewayRecord[]>;
   findGateway(installationId: string, gatewayId: string): Promise<GatewayRecord | null>;

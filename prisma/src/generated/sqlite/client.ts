@@ -49,7 +49,8 @@ export type StoreMeta = Prisma.StoreMetaModel
 /**
  * Model Installation
  * A phone registered with the relay (the reference store's `installations` map). Inactive ones keep
- * their slot: DELETE deactivates, only the operator's offline prune removes a row.
+ * their slot: DELETE deactivates, only the operator's offline prune removes a row, except that one
+ * never paired and not seen for the unpaired TTL is expired by the relay itself.
  */
 export type Installation = Prisma.InstallationModel
 /**

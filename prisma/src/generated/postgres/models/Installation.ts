@@ -15,7 +15,8 @@ import type * as Prisma from "../internal/prismaNamespace.js"
 /**
  * Model Installation
  * A phone registered with the relay (the reference store's `installations` map). Inactive ones keep
- * their slot: DELETE deactivates, only the operator's offline prune removes a row.
+ * their slot: DELETE deactivates, only the operator's offline prune removes a row, except that one
+ * never paired and not seen for the unpaired TTL is expired by the relay itself.
  */
 export type InstallationModel = runtime.Types.Result.DefaultSelection<Prisma.$InstallationPayload>
 
@@ -38,6 +39,8 @@ export type InstallationMinAggregateOutputType = {
   preferences: string | null
   createdAt: Date | null
   updatedAt: Date | null
+  pairedAt: Date | null
+  lastSeenAt: Date | null
 }
 
 export type InstallationMaxAggregateOutputType = {
@@ -53,6 +56,8 @@ export type InstallationMaxAggregateOutputType = {
   preferences: string | null
   createdAt: Date | null
   updatedAt: Date | null
+  pairedAt: Date | null
+  lastSeenAt: Date | null
 }
 
 export type InstallationCountAggregateOutputType = {
@@ -68,6 +73,8 @@ export type InstallationCountAggregateOutputType = {
   preferences: number
   createdAt: number
   updatedAt: number
+  pairedAt: number
+  lastSeenAt: number
   _all: number
 }
 
@@ -85,6 +92,8 @@ export type InstallationMinAggregateInputType = {
   preferences?: true
   createdAt?: true
   updatedAt?: true
+  pairedAt?: true
+  lastSeenAt?: true
 }
 
 export type InstallationMaxAggregateInputType = {
@@ -100,6 +109,8 @@ export type InstallationMaxAggregateInputType = {
   preferences?: true
   createdAt?: true
   updatedAt?: true
+  pairedAt?: true
+  lastSeenAt?: true
 }
 
 export type InstallationCountAggregateInputType = {
@@ -115,6 +126,8 @@ export type InstallationCountAggregateInputType = {
   preferences?: true
   createdAt?: true
   updatedAt?: true
+  pairedAt?: true
+  lastSeenAt?: true
   _all?: true
 }
 
@@ -203,6 +216,8 @@ export type InstallationGroupByOutputType = {
   preferences: string
   createdAt: Date
   updatedAt: Date
+  pairedAt: Date | null
+  lastSeenAt: Date | null
   _count: InstallationCountAggregateOutputType | null
   _min: InstallationMinAggregateOutputType | null
   _max: InstallationMaxAggregateOutputType | null
@@ -239,6 +254,8 @@ export type InstallationWhereInput = {
   preferences?: Prisma.StringFilter<"Installation"> | string
   createdAt?: Prisma.DateTimeFilter<"Installation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Installation"> | Date | string
+  pairedAt?: Prisma.DateTimeNullableFilter<"Installation"> | Date | string | null
+  lastSeenAt?: Prisma.DateTimeNullableFilter<"Installation"> | Date | string | null
 }
 
 export type InstallationOrderByWithRelationInput = {
@@ -254,6 +271,8 @@ export type InstallationOrderByWithRelationInput = {
   preferences?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  pairedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  lastSeenAt?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type InstallationWhereUniqueInput = Prisma.AtLeast<{
@@ -272,6 +291,8 @@ export type InstallationWhereUniqueInput = Prisma.AtLeast<{
   preferences?: Prisma.StringFilter<"Installation"> | string
   createdAt?: Prisma.DateTimeFilter<"Installation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Installation"> | Date | string
+  pairedAt?: Prisma.DateTimeNullableFilter<"Installation"> | Date | string | null
+  lastSeenAt?: Prisma.DateTimeNullableFilter<"Installation"> | Date | string | null
 }, "id">
 
 export type InstallationOrderByWithAggregationInput = {
@@ -287,6 +308,8 @@ export type InstallationOrderByWithAggregationInput = {
   preferences?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  pairedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  lastSeenAt?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.InstallationCountOrderByAggregateInput
   _max?: Prisma.InstallationMaxOrderByAggregateInput
   _min?: Prisma.InstallationMinOrderByAggregateInput
@@ -308,6 +331,8 @@ export type InstallationScalarWhereWithAggregatesInput = {
   preferences?: Prisma.StringWithAggregatesFilter<"Installation"> | string
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Installation"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Installation"> | Date | string
+  pairedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Installation"> | Date | string | null
+  lastSeenAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Installation"> | Date | string | null
 }
 
 export type InstallationCreateInput = {
@@ -323,6 +348,8 @@ export type InstallationCreateInput = {
   preferences: string
   createdAt: Date | string
   updatedAt: Date | string
+  pairedAt?: Date | string | null
+  lastSeenAt?: Date | string | null
 }
 
 export type InstallationUncheckedCreateInput = {
@@ -338,6 +365,8 @@ export type InstallationUncheckedCreateInput = {
   preferences: string
   createdAt: Date | string
   updatedAt: Date | string
+  pairedAt?: Date | string | null
+  lastSeenAt?: Date | string | null
 }
 
 export type InstallationUpdateInput = {
@@ -353,6 +382,8 @@ export type InstallationUpdateInput = {
   preferences?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pairedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastSeenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type InstallationUncheckedUpdateInput = {
@@ -368,6 +399,8 @@ export type InstallationUncheckedUpdateInput = {
   preferences?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pairedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastSeenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type InstallationCreateManyInput = {
@@ -383,6 +416,8 @@ export type InstallationCreateManyInput = {
   preferences: string
   createdAt: Date | string
   updatedAt: Date | string
+  pairedAt?: Date | string | null
+  lastSeenAt?: Date | string | null
 }
 
 export type InstallationUpdateManyMutationInput = {
@@ -398,6 +433,8 @@ export type InstallationUpdateManyMutationInput = {
   preferences?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pairedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastSeenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type InstallationUncheckedUpdateManyInput = {
@@ -413,6 +450,8 @@ export type InstallationUncheckedUpdateManyInput = {
   preferences?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pairedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastSeenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type InstallationCountOrderByAggregateInput = {
@@ -428,6 +467,8 @@ export type InstallationCountOrderByAggregateInput = {
   preferences?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  pairedAt?: Prisma.SortOrder
+  lastSeenAt?: Prisma.SortOrder
 }
 
 export type InstallationMaxOrderByAggregateInput = {
@@ -443,6 +484,8 @@ export type InstallationMaxOrderByAggregateInput = {
   preferences?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  pairedAt?: Prisma.SortOrder
+  lastSeenAt?: Prisma.SortOrder
 }
 
 export type InstallationMinOrderByAggregateInput = {
@@ -458,6 +501,8 @@ export type InstallationMinOrderByAggregateInput = {
   preferences?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  pairedAt?: Prisma.SortOrder
+  lastSeenAt?: Prisma.SortOrder
 }
 
 export type NullableStringFieldUpdateOperationsInput = {
@@ -466,6 +511,10 @@ export type NullableStringFieldUpdateOperationsInput = {
 
 export type BoolFieldUpdateOperationsInput = {
   set?: boolean
+}
+
+export type NullableDateTimeFieldUpdateOperationsInput = {
+  set?: Date | string | null
 }
 
 
@@ -483,6 +532,8 @@ export type InstallationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   preferences?: boolean
   createdAt?: boolean
   updatedAt?: boolean
+  pairedAt?: boolean
+  lastSeenAt?: boolean
 }, ExtArgs["result"]["installation"]>
 
 export type InstallationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -498,6 +549,8 @@ export type InstallationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.
   preferences?: boolean
   createdAt?: boolean
   updatedAt?: boolean
+  pairedAt?: boolean
+  lastSeenAt?: boolean
 }, ExtArgs["result"]["installation"]>
 
 export type InstallationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -513,6 +566,8 @@ export type InstallationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.
   preferences?: boolean
   createdAt?: boolean
   updatedAt?: boolean
+  pairedAt?: boolean
+  lastSeenAt?: boolean
 }, ExtArgs["result"]["installation"]>
 
 export type InstallationSelectScalar = {
@@ -528,9 +583,11 @@ export type InstallationSelectScalar = {
   preferences?: boolean
   createdAt?: boolean
   updatedAt?: boolean
+  pairedAt?: boolean
+  lastSeenAt?: boolean
 }
 
-export type InstallationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "bundleId" | "deviceToken" | "voipToken" | "watchVoipToken" | "locationPushToken" | "environment" | "deviceSecretHash" | "active" | "preferences" | "createdAt" | "updatedAt", ExtArgs["result"]["installation"]>
+export type InstallationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "bundleId" | "deviceToken" | "voipToken" | "watchVoipToken" | "locationPushToken" | "environment" | "deviceSecretHash" | "active" | "preferences" | "createdAt" | "updatedAt" | "pairedAt" | "lastSeenAt", ExtArgs["result"]["installation"]>
 
 export type $InstallationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Installation"
@@ -557,6 +614,14 @@ export type $InstallationPayload<ExtArgs extends runtime.Types.Extensions.Intern
     preferences: string
     createdAt: Date
     updatedAt: Date
+    /**
+     * When a host first claimed one of its pairing codes; null: never paired.
+     */
+    pairedAt: Date | null
+    /**
+     * Its device credential's latest use, stamped coarsely; null: none since the registration.
+     */
+    lastSeenAt: Date | null
   }, ExtArgs["result"]["installation"]>
   composites: {}
 }
@@ -992,6 +1057,8 @@ export interface InstallationFieldRefs {
   readonly preferences: Prisma.FieldRef<"Installation", 'String'>
   readonly createdAt: Prisma.FieldRef<"Installation", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Installation", 'DateTime'>
+  readonly pairedAt: Prisma.FieldRef<"Installation", 'DateTime'>
+  readonly lastSeenAt: Prisma.FieldRef<"Installation", 'DateTime'>
 }
     
 

@@ -848,7 +848,9 @@ export const InstallationScalarFieldEnum = {
   active: 'active',
   preferences: 'preferences',
   createdAt: 'createdAt',
-  updatedAt: 'updatedAt'
+  updatedAt: 'updatedAt',
+  pairedAt: 'pairedAt',
+  lastSeenAt: 'lastSeenAt'
 } as const
 
 export type InstallationScalarFieldEnum = (typeof InstallationScalarFieldEnum)[keyof typeof InstallationScalarFieldEnum]
