@@ -5,6 +5,7 @@ import { buildApp } from '../../src/app.js';
 import { voiceConfig } from '../../src/config.js';
 import { memoryLogger } from '../../src/log.js';
 import { launchChromium } from '../support/chromium.js';
+import type { PageGlobals, PageTrack } from '../support/page-types.js';
 
 const KEY = 'events-channel-key';
 let app: FastifyInstance;
@@ -39,9 +40,10 @@ describe('the events channel with a browser client', () => {
     // browser dropped it as a replay and SCTP resent it only a second later.
     const exchanges = await page.evaluate(
       async ({ url, key }) => {
-        const pc = new RTCPeerConnection();
-        const microphone = await navigator.mediaDevices.getUserMedia({ audio: true });
-        pc.addTrack(microphone.getAudioTracks()[0] as MediaStreamTrack);
+        const web = globalThis as unknown as PageGlobals;
+        const pc = new web.RTCPeerConnection();
+        const microphone = await web.navigator.mediaDevices.getUserMedia({ audio: true });
+        pc.addTrack(microphone.getAudioTracks()[0] as PageTrack);
         const channel = pc.createDataChannel('oai-events');
         const script = [
           { type: 'session.update', session: { type: 'realtime', instructions: 'Be brief.' } },
