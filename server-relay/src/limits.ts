@@ -4,22 +4,46 @@
  * "<NAME> must be a positive integer." (the reference relay's rule, which operators' tooling expects).
  */
 export const LIMIT_TABLE = {
+  /**
+   * Installations are credentials the relay never evicts: a full relay refuses new ones (429
+   * installation_limit_reached) rather than drop a phone. Inactive ones count until the operator prunes
+   * them; never-paired, unseen ones expire (unpairedInstallationTtlHours).
+   */
   maxInstallations: { env: 'RELAY_MAX_INSTALLATIONS', default: 50_000 },
+  /** Re-pairing a profile adds a gateway without revoking the old one, so a long-lived installation accumulates gateways. */
   maxGatewaysPerInstallation: { env: 'RELAY_MAX_GATEWAYS_PER_INSTALLATION', default: 64 },
+  /**
+   * Event ids only stop a repeated delivery within 24 h and live in memory. At the per-installation
+   * bound the installation forgets its own oldest; at the relay-wide one the installation holding the
+   * most forgets its oldest. Neither rejects an event; they bound the ledger's memory.
+   */
   maxEventIdsPerInstallation: { env: 'RELAY_MAX_EVENT_IDS_PER_INSTALLATION', default: 5_000 },
   maxEventIds: { env: 'RELAY_MAX_EVENT_IDS', default: 250_000 },
+  /**
+   * Parked decisions are stored rows of up to about 13 KB kept two hours: the active cap bounds what
+   * waits for people, the retained cap how large a flood can make the store (and so admission to
+   * 2,048 records an hour relay-wide).
+   */
   maxActiveDecisions: { env: 'RELAY_MAX_ACTIVE_DECISIONS', default: 1_024 },
   maxRetainedDecisions: { env: 'RELAY_MAX_RETAINED_DECISIONS', default: 4_096 },
+  /**
+   * Process-wide budgets per class of action, separate so a flood of one kind cannot starve the
+   * others; charged only after validation, capacity and the per-client windows, and never for a
+   * no-op. Sized as backstops for a shared relay with thousands of installations, not quotas.
+   */
   registrationsPerMinute: { env: 'RELAY_REGISTRATIONS_PER_MINUTE', default: 24 },
   eventsPerMinute: { env: 'RELAY_EVENTS_PER_MINUTE', default: 6_000 },
   deviceChangesPerMinute: { env: 'RELAY_DEVICE_CHANGES_PER_MINUTE', default: 240 },
   decisionActionsPerMinute: { env: 'RELAY_DECISION_ACTIONS_PER_MINUTE', default: 600 },
   revocationsPerMinute: { env: 'RELAY_REVOCATIONS_PER_MINUTE', default: 24 },
+  /** Watch grants are in memory and each may hold calls open for 25 s: these bound that memory and those sockets. */
   maxWatchGrants: { env: 'RELAY_MAX_WATCH_GRANTS', default: 2_048 },
   maxWatchGrantsPerGateway: { env: 'RELAY_MAX_WATCH_GRANTS_PER_GATEWAY', default: 4 },
   watchCallsPerMinute: { env: 'RELAY_WATCH_CALLS_PER_MINUTE', default: 1_200 },
+  /** Each bridge may carry 96 KB/s each way: 200 bound the relay's audio to about 38 MB/s. */
   maxWatchAudioBridges: { env: 'RELAY_MAX_WATCH_AUDIO_BRIDGES', default: 200 },
   maxWatchAudioBridgesPerGateway: { env: 'RELAY_MAX_WATCH_AUDIO_BRIDGES_PER_GATEWAY', default: 2 },
+  /** Every new call.requested may ring a phone (a VoIP push wakes it): a runaway host cannot ring all day. */
   callsPerInstallationPerDay: { env: 'RELAY_CALLS_PER_INSTALLATION_PER_DAY', default: 60 },
   /**
    * Apple Maps tokens handed to the hosts of one installation per 24 hours (`429 maps_token_limit`).
