@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
-import { noStore, profileQuery, serviceUnavailable, unauthorized } from './notification-settings.js';
+import { noStore, serviceUnavailable, unauthorized } from './notification-settings.js';
+import { profileQuery } from './profile.js';
 
 export const approvalChoice = z.enum(['once', 'session', 'always', 'deny'], { error: 'invalid_choice' });
 

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
 import { noStore } from './notification-settings.js';
-import { pairingErrorBody, profileQuery } from './pair.js';
+import { pairingErrorBody } from './pair.js';
+import { profileQuery } from './profile.js';
 
 export const e2eStatusAnswer = z.union([
   z.object({ ok: z.literal(true), paired: z.literal(false), crypto: z.boolean() }),

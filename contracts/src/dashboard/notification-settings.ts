@@ -1,13 +1,9 @@
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
+import { profileQuery } from './profile.js';
 
-/** `?profile=<name>`: a profile home under <home>/profiles/<name>; absent or `default` is the root home. */
 /** Headers of answers that must not be cached (credentials state, keys, answers). */
 export const noStore = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
-
-export const profileQuery = z.object({
-  profile: z.string().max(64).optional(),
-});
 
 /**
  * 503: the named profile cannot be resolved (never a fallback to the default profile), a state file

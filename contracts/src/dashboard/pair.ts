@@ -1,14 +1,10 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
 import { noStore } from './notification-settings.js';
+import { profileQuery } from './profile.js';
 
 /** FastAPI-style error body the Hermes dashboard answers (`HTTPException` → `{"detail": "..."}`). */
 export const pairingErrorBody = z.object({ detail: z.string() });
-
-const profileQuery = z.object({
-  /** The Hermes profile to act on (`<home>/profiles/<name>`); absent means the dashboard's own profile. */
-  profile: z.string().max(64).optional(),
-});
 
 export const pairRequest = z.object({
   /** The code Conduit created (`XXXXX-XXXXX`, 10 characters of `ABCDEFGHJKLMNPQRSTUVWXYZ23456789`). */
@@ -62,5 +58,3 @@ export const postPair = defineRoute({
     },
   },
 });
-
-export { profileQuery };

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isMap, isSeq, parseDocument, YAMLMap, YAMLSeq, type Document } from 'yaml';
 import { z } from 'zod';
+import { isProfileName } from '@conduit/contracts/dashboard/profile';
 import { writeFileAtomic } from '../credentials/atomic-write.js';
 import { MCP_PATH, MCP_SERVER_NAME } from '../mcp/mcp-endpoint.js';
 import { readOrCreateMcpToken } from '../mcp/mcp-token.js';
@@ -222,7 +223,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   home = path.resolve(home);
   stateDir = path.resolve(stateDir || process.env.CONDUIT_STATE_DIR?.trim() || path.join(home, 'conduit-host'));
-  if (profile && profile !== 'default' && !/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(profile)) {
+  if (profile && profile !== 'default' && !isProfileName(profile)) {
     process.stderr.write(`Invalid profile name: ${profile}\n`);
     return 2;
   }

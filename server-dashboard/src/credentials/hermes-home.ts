@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
+import { isProfileName } from '@conduit/contracts/dashboard/profile';
 
 /**
  * Where a Hermes profile keeps its files (spec/hermes/SURFACES.md §4): the root home is `$HERMES_HOME`
@@ -9,7 +10,6 @@ import { basename, dirname, join, resolve } from 'node:path';
  * by Hermes (a hook, a CLI call) lands in the right profile without flags.
  */
 export const DEFAULT_PROFILE = 'default';
-const PROFILE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 export class ProfileError extends Error {
   constructor(message: string) {
@@ -32,10 +32,6 @@ export interface HomeQuery {
   profile?: string;
   env?: NodeJS.ProcessEnv;
   userHome?: string;
-}
-
-export function isValidProfileName(name: string): boolean {
-  return PROFILE_NAME.test(name);
 }
 
 /** Resolves a profile's home. A named profile must exist: we never fall back to another profile. */
@@ -68,7 +64,7 @@ export function resolveProfileHome(query: HomeQuery = {}): HomeLocation {
 }
 
 function namedProfile(root: string, name: string): HomeLocation {
-  if (!isValidProfileName(name)) throw new ProfileError(`"${name.slice(0, 64)}" is not a profile name`);
+  if (!isProfileName(name)) throw new ProfileError(`"${name.slice(0, 64)}" is not a profile name`);
   const home = join(root, 'profiles', name);
   if (!isDirectory(home)) throw new ProfileError(`The Hermes profile "${name}" does not exist (${home})`);
   return { home, profile: name };
@@ -76,19 +72,17 @@ function namedProfile(root: string, name: string): HomeLocation {
 
 /** `<root>/profiles/<name>` → `<root>`; any other home is a root of its own. */
 function rootOf(home: string): string {
-  return basename(dirname(home)) === 'profiles' && isValidProfileName(basename(home)) ? dirname(dirname(home)) : home;
+  return basename(dirname(home)) === 'profiles' && isProfileName(basename(home)) ? dirname(dirname(home)) : home;
 }
 
 function profileNameOf(home: string): string {
-  return basename(dirname(home)) === 'profiles' && isValidProfileName(basename(home))
-    ? basename(home)
-    : DEFAULT_PROFILE;
+  return basename(dirname(home)) === 'profiles' && isProfileName(basename(home)) ? basename(home) : DEFAULT_PROFILE;
 }
 
 function readActiveProfile(root: string): string | null {
   try {
     const name = readFileSync(join(root, 'active_profile'), 'utf8').trim();
-    return name && isValidProfileName(name) ? name : null;
+    return name && isProfileName(name) ? name : null;
   } catch {
     return null;
   }

@@ -1,9 +1,8 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
+import { isProfileName } from '@conduit/contracts/dashboard/profile';
 import { WireError } from '@conduit/contracts/server';
 import type { ProfileScope } from '../notifier/notifier.js';
-
-const PROFILE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 /**
  * `?profile=<name>` → `<home>/profiles/<name>`. Absent, empty, `default` or `current` is the root
@@ -13,7 +12,7 @@ const PROFILE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 export function resolveProfile(root: string, requested: string | undefined): ProfileScope {
   const name = requested?.trim() ?? '';
   if (!name || name === 'default' || name === 'current') return { name: 'default', home: root };
-  if (!PROFILE_NAME.test(name)) {
+  if (!isProfileName(name)) {
     throw new WireError(503, 'profile_unavailable', { detail: 'This profile name is not valid on this host' });
   }
   const home = path.join(root, 'profiles', name);

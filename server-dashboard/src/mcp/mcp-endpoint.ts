@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { profileQuery } from '@conduit/contracts/dashboard/profile';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
 import { isLoopbackHost } from '../kernel/loopback.js';
 import { resolveProfile } from '../fronting/profiles.js';
 import type { Logger } from '../log.js';
@@ -20,8 +20,6 @@ export const MCP_SERVER_NAME = 'conduit';
  * service does not have yet, and a tool that cannot work must not be offered to the model.
  */
 export const MCP_TOOLS = ['conduit_status'] as const;
-
-const querySchema = z.object({ profile: z.string().max(64).optional() });
 
 function sameSecret(given: string, expected: string): boolean {
   const a = createHash('sha256').update(given).digest();
@@ -95,7 +93,7 @@ export function mcpRoutes(app: FastifyInstance, options: McpEndpointOptions): vo
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       // Stateless: no session to resume, so no standalone event stream and nothing to delete.
       if (request.method !== 'POST') return refuse(reply.header('allow', 'POST'), 405, 'method_not_allowed');
-      const query = querySchema.safeParse(request.query);
+      const query = profileQuery.safeParse(request.query);
       if (!query.success) return refuse(reply, 400, 'invalid_query');
       const profile = resolveProfile(options.hermesHome, query.data.profile);
 

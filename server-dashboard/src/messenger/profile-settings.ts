@@ -7,12 +7,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { isProfileName } from '@conduit/contracts/dashboard/profile';
 import type { ProfileExtra } from './config.js';
 
 export function profileHome(env: NodeJS.ProcessEnv, profile: string | null): string {
   const root = env['HERMES_HOME'] ?? path.join(os.homedir(), '.hermes');
   if (profile === null || profile === 'default') return root;
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(profile)) throw new Error(`invalid profile name: ${profile}`);
+  if (!isProfileName(profile)) throw new Error(`invalid profile name: ${profile}`);
   return path.join(root, 'profiles', profile);
 }
 
