@@ -55,7 +55,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight for discovery */
+        options: operations["discoveryOptions"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -91,12 +92,10 @@ export interface operations {
             /** @description The answer SDP; the call resource in Location (not itself routable). */
             201: {
                 headers: {
-                    /** @description Authorization, Content-Type */
-                    "access-control-allow-headers"?: string;
-                    /** @description POST, OPTIONS */
-                    "access-control-allow-methods"?: string;
                     /** @description * */
                     "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     /** @description /v1/realtime/calls/call_<32 hex> */
                     location?: string;
                     [name: string]: unknown;
@@ -108,6 +107,10 @@ export interface operations {
             /** @description missing sdp, session must be a JSON object, only realtime sessions are supported, instructions must be a bounded string, a session tool error, or invalid WebRTC offer. */
             400: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -117,6 +120,10 @@ export interface operations {
             /** @description unauthorized, or invalid internal proxy metadata. */
             401: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -126,6 +133,10 @@ export interface operations {
             /** @description internal proxy call was already used. */
             409: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -135,6 +146,10 @@ export interface operations {
             /** @description A part or the whole body is over its limit. */
             413: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -144,6 +159,10 @@ export interface operations {
             /** @description expected multipart/form-data or application/sdp */
             415: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -153,6 +172,10 @@ export interface operations {
             /** @description too many active calls */
             429: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -173,12 +196,18 @@ export interface operations {
             /** @description CORS headers, no body. */
             204: {
                 headers: {
-                    /** @description Authorization, Content-Type */
+                    /** @description The headers named by Access-Control-Request-Headers, reflected; Authorization, Content-Type when it names none. */
                     "access-control-allow-headers"?: string;
-                    /** @description POST, OPTIONS */
+                    /** @description GET, POST, OPTIONS */
                     "access-control-allow-methods"?: string;
                     /** @description * */
                     "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
+                    /** @description 600 */
+                    "access-control-max-age"?: string;
+                    /** @description Access-Control-Request-Headers */
+                    vary?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -204,12 +233,10 @@ export interface operations {
             /** @description The answer SDP; the call resource in Location (not itself routable). */
             201: {
                 headers: {
-                    /** @description Authorization, Content-Type */
-                    "access-control-allow-headers"?: string;
-                    /** @description POST, OPTIONS */
-                    "access-control-allow-methods"?: string;
                     /** @description * */
                     "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     /** @description /v1/realtime/calls/call_<32 hex> */
                     location?: string;
                     [name: string]: unknown;
@@ -221,6 +248,10 @@ export interface operations {
             /** @description missing sdp, session must be a JSON object, only realtime sessions are supported, instructions must be a bounded string, a session tool error, or invalid WebRTC offer. */
             400: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -230,6 +261,10 @@ export interface operations {
             /** @description unauthorized, or invalid internal proxy metadata. */
             401: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -239,6 +274,10 @@ export interface operations {
             /** @description internal proxy call was already used. */
             409: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -248,6 +287,10 @@ export interface operations {
             /** @description A part or the whole body is over its limit. */
             413: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -257,6 +300,10 @@ export interface operations {
             /** @description expected multipart/form-data or application/sdp */
             415: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -266,6 +313,10 @@ export interface operations {
             /** @description too many active calls */
             429: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -286,12 +337,18 @@ export interface operations {
             /** @description CORS headers, no body. */
             204: {
                 headers: {
-                    /** @description Authorization, Content-Type */
+                    /** @description The headers named by Access-Control-Request-Headers, reflected; Authorization, Content-Type when it names none. */
                     "access-control-allow-headers"?: string;
-                    /** @description POST, OPTIONS */
+                    /** @description GET, POST, OPTIONS */
                     "access-control-allow-methods"?: string;
                     /** @description * */
                     "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
+                    /** @description 600 */
+                    "access-control-max-age"?: string;
+                    /** @description Access-Control-Request-Headers */
+                    vary?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -310,6 +367,10 @@ export interface operations {
             /** @description The gateway profile. */
             200: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     /** @description no-store */
                     "cache-control"?: string;
                     [name: string]: unknown;
@@ -327,11 +388,45 @@ export interface operations {
             /** @description Missing or wrong bearer token. */
             401: {
                 headers: {
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "text/plain": "unauthorized";
                 };
+            };
+        };
+    };
+    discoveryOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description CORS headers, no body. */
+            204: {
+                headers: {
+                    /** @description The headers named by Access-Control-Request-Headers, reflected; Authorization, Content-Type when it names none. */
+                    "access-control-allow-headers"?: string;
+                    /** @description GET, POST, OPTIONS */
+                    "access-control-allow-methods"?: string;
+                    /** @description * */
+                    "access-control-allow-origin"?: string;
+                    /** @description Location */
+                    "access-control-expose-headers"?: string;
+                    /** @description 600 */
+                    "access-control-max-age"?: string;
+                    /** @description Access-Control-Request-Headers */
+                    vary?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

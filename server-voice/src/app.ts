@@ -12,6 +12,7 @@ import { warmUpWebrtc } from './media/warm-up.js';
 import { providersFromConfig, warmUpConfiguredTurnPath } from './pipeline/providers-from-config.js';
 import type { SpeechToText, TextToSpeech } from './providers/types.js';
 import { callRoutes } from './routes/calls.js';
+import { corsOnEveryAnswer } from './routes/cors.js';
 import { demoRoutes } from './routes/demo.js';
 import { discoveryRoutes } from './routes/discovery.js';
 
@@ -75,6 +76,7 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
     delay: overrides.delay ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
   };
   app.decorate('voiceCalls', registry);
+  corsOnEveryAnswer(app);
   discoveryRoutes(app, config);
   await callRoutes(app, { config, registry, services, nowMs: overrides.nowMs ?? (() => Date.now()) });
   demoRoutes(app);

@@ -32,6 +32,39 @@ describe('GET /v1/realtime/discovery', () => {
   });
 });
 
+describe('CORS on discovery and on every error', () => {
+  const readable = { 'access-control-allow-origin': '*', 'access-control-expose-headers': 'Location' };
+  const expectReadable = (response: Response) => {
+    for (const [name, value] of Object.entries(readable)) expect(response.headers.get(name)).toBe(value);
+  };
+
+  it('answers a preflight for discovery and lets any origin read its 200 and 401', async () => {
+    const preflight = await fetch(`${baseUrl}/v1/realtime/discovery`, {
+      method: 'OPTIONS',
+      headers: { 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+    });
+    expect(preflight.status).toBe(204);
+    expectReadable(preflight);
+    expect(preflight.headers.get('access-control-allow-methods')).toBe('GET, POST, OPTIONS');
+    expect(preflight.headers.get('access-control-allow-headers')).toBe('authorization');
+    const ok = await fetch(`${baseUrl}/v1/realtime/discovery`, { headers: { authorization: 'Bearer test-key' } });
+    expect(ok.status).toBe(200);
+    expectReadable(ok);
+    const refused = await fetch(`${baseUrl}/v1/realtime/discovery`);
+    expect(refused.status).toBe(401);
+    expectReadable(refused);
+  });
+
+  it('carries the CORS headers on answers from no route at all (404, 405-like misses)', async () => {
+    const missing = await fetch(`${baseUrl}/v1/realtime/nothing-here`);
+    expect(missing.status).toBe(404);
+    expectReadable(missing);
+    const wrongMethod = await fetch(`${baseUrl}/v1/realtime/calls`, { method: 'DELETE' });
+    expect(wrongMethod.status).toBe(404);
+    expectReadable(wrongMethod);
+  });
+});
+
 describe('configuration', () => {
   it('fails closed when no API key is configured', () => {
     expect(() => loadConfig({})).toThrow(ConfigError);

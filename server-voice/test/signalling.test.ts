@@ -16,10 +16,10 @@ import { RealtimeClient } from '../src/testing/realtime-client.js';
 import { makeOffer, multipart } from './support/offer.js';
 
 const KEY = 'signalling-test-key';
+/** On every answer, errors included: any origin may read it, Location too. */
 const CORS = {
   'access-control-allow-origin': '*',
-  'access-control-allow-headers': 'Authorization, Content-Type',
-  'access-control-allow-methods': 'POST, OPTIONS',
+  'access-control-expose-headers': 'Location',
 };
 
 interface Gateway {
@@ -123,7 +123,30 @@ describe('POST /v1/realtime/calls', () => {
       const response = await fetch(`${shared.url}${path}`, { method: 'OPTIONS' });
       expect(response.status).toBe(204);
       for (const [name, value] of Object.entries(CORS)) expect(response.headers.get(name)).toBe(value);
+      expect(response.headers.get('access-control-allow-methods')).toBe('GET, POST, OPTIONS');
+      expect(response.headers.get('access-control-allow-headers')).toBe('Authorization, Content-Type');
     }
+  });
+
+  it('allows every header a preflight asks for (the OpenAI SDKs send their own) and ignores a malformed list', async () => {
+    const asked = 'authorization,content-type,openai-beta,x-openai-agents-sdk';
+    const preflight = await fetch(`${shared.url}/v1/realtime/calls`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'http://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': asked,
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-headers')).toBe(asked);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+    expect(preflight.headers.get('vary')).toMatch(/Access-Control-Request-Headers/i);
+    const malformed = await fetch(`${shared.url}/v1/realtime/calls`, {
+      method: 'OPTIONS',
+      headers: { 'access-control-request-headers': 'x-ok, bad header' },
+    });
+    expect(malformed.headers.get('access-control-allow-headers')).toBe('Authorization, Content-Type');
   });
 
   it('answers 401 unauthorized without the bearer token or with a wrong one, before reading the body', async () => {

@@ -8,12 +8,47 @@ export const CALL_SETUP_LIMITS = {
   bodyBytes: 256 * 1024 + 512 * 1024,
 } as const;
 
-/** The headers every call-setup answer carries, errors included, so browsers can read them. */
-export const CALL_CORS_HEADERS = {
-  'access-control-allow-origin': '*',
-  'access-control-allow-headers': 'Authorization, Content-Type',
-  'access-control-allow-methods': 'POST, OPTIONS',
+/**
+ * CORS of the gateway's HTTP surface. The reference allows `Authorization, Content-Type` on call setup only;
+ * the OpenAI SDKs also send their own headers (`X-OpenAI-Agents-SDK`, `OpenAI-Beta`, …) and read `Location`,
+ * so a preflight reflects the headers the browser asks for, and every answer of every route (errors and
+ * discovery included) lets any origin read it. The bearer key, not the origin, is what authorizes a caller.
+ */
+export const VOICE_CORS = {
+  /** On every answer. */
+  headers: {
+    'access-control-allow-origin': '*',
+    'access-control-expose-headers': 'Location',
+  },
+  /** Methods a preflight allows. */
+  allowMethods: 'GET, POST, OPTIONS',
+  /** Allowed request headers when a preflight names none (the reference's list). */
+  defaultAllowHeaders: 'Authorization, Content-Type',
+  /** How long a browser may reuse a preflight's answer, in seconds. */
+  maxAgeSeconds: 600,
 } as const;
+
+/** The CORS headers as documented on every answer. */
+const corsHeaders: Record<string, string> = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'Location',
+};
+
+/** The headers of a CORS preflight's answer, as documented. */
+export const PREFLIGHT_HEADERS_DOC: Record<string, string> = {
+  ...corsHeaders,
+  'access-control-allow-methods': VOICE_CORS.allowMethods,
+  'access-control-allow-headers':
+    'The headers named by Access-Control-Request-Headers, reflected; Authorization, Content-Type when it names none.',
+  'access-control-max-age': String(VOICE_CORS.maxAgeSeconds),
+  vary: 'Access-Control-Request-Headers',
+};
+
+/** Documents the CORS headers every answer carries. */
+export const withCors = (headers: Record<string, string> = {}): Record<string, string> => ({
+  ...headers,
+  ...corsHeaders,
+});
 
 /** The plain-text error bodies of call setup, exactly as clients of the reference read them. */
 export const CALL_SETUP_ERRORS = {
@@ -32,7 +67,6 @@ export const CALL_SETUP_ERRORS = {
   proxyReplay: 'internal proxy call was already used',
 } as const;
 
-const corsHeaders: Record<string, string> = { ...CALL_CORS_HEADERS };
 /** The preferred setup body. Raw `application/sdp` (the offer alone, session `{}`) is accepted too. */
 export const createCallForm = z.object({
   /** The SDP offer (≤256 KiB). */
@@ -41,7 +75,12 @@ export const createCallForm = z.object({
   session: z.string().optional(),
 });
 
-const plain = (description: string) => ({ description, schema: z.string(), contentType: 'text/plain' });
+const plain = (description: string) => ({
+  description,
+  schema: z.string(),
+  contentType: 'text/plain',
+  headers: withCors(),
+});
 
 function createCallRoute(path: '/v1/realtime/calls' | '/realtime/calls', operationId: string) {
   return defineRoute({
@@ -62,7 +101,7 @@ function createCallRoute(path: '/v1/realtime/calls' | '/realtime/calls', operati
         description: 'The answer SDP; the call resource in Location (not itself routable).',
         schema: z.string(),
         contentType: 'application/sdp',
-        headers: { location: '/v1/realtime/calls/call_<32 hex>', ...corsHeaders },
+        headers: withCors({ location: '/v1/realtime/calls/call_<32 hex>' }),
       },
       400: plain(
         'missing sdp, session must be a JSON object, only realtime sessions are supported, instructions must be a bounded string, a session tool error, or invalid WebRTC offer.',
@@ -84,7 +123,7 @@ function callOptionsRoute(path: '/v1/realtime/calls' | '/realtime/calls', operat
     summary: 'CORS preflight for call setup',
     tags: ['realtime'],
     auth: 'none',
-    responses: { 204: { description: 'CORS headers, no body.', headers: corsHeaders } },
+    responses: { 204: { description: 'CORS headers, no body.', headers: PREFLIGHT_HEADERS_DOC } },
   });
 }
 

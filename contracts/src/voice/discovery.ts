@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
+import { PREFLIGHT_HEADERS_DOC, withCors } from './calls.js';
 
 export const discoveryResponse = z.object({
   version: z.literal(1),
@@ -18,11 +19,27 @@ export const getDiscovery = defineRoute({
   tags: ['realtime'],
   auth: 'bearer',
   responses: {
-    200: { description: 'The gateway profile.', schema: discoveryResponse, headers: { 'cache-control': 'no-store' } },
+    200: {
+      description: 'The gateway profile.',
+      schema: discoveryResponse,
+      headers: withCors({ 'cache-control': 'no-store' }),
+    },
     401: {
       description: 'Missing or wrong bearer token.',
       schema: z.literal('unauthorized'),
       contentType: 'text/plain',
+      headers: withCors(),
     },
   },
+});
+
+/** CORS preflight for discovery (a browser sends one before a GET with Authorization). */
+export const discoveryOptions = defineRoute({
+  method: 'OPTIONS',
+  path: '/v1/realtime/discovery',
+  operationId: 'discoveryOptions',
+  summary: 'CORS preflight for discovery',
+  tags: ['realtime'],
+  auth: 'none',
+  responses: { 204: { description: 'CORS headers, no body.', headers: PREFLIGHT_HEADERS_DOC } },
 });

@@ -1,8 +1,16 @@
 import type { Surface } from '../route.js';
 import { callOptions, callOptionsAlias, createCall, createCallAlias } from './calls.js';
-import { getDiscovery, discoveryResponse } from './discovery.js';
+import { getDiscovery, discoveryOptions, discoveryResponse } from './discovery.js';
 
-export { getDiscovery, discoveryResponse, createCall, createCallAlias, callOptions, callOptionsAlias };
+export {
+  getDiscovery,
+  discoveryOptions,
+  discoveryResponse,
+  createCall,
+  createCallAlias,
+  callOptions,
+  callOptionsAlias,
+};
 export * from './events.js';
 
 /** The voice gateway's HTTP signalling surface (the media and events ride WebRTC). */
@@ -11,5 +19,5 @@ export const voiceSurface = {
   title: 'Conduit realtime voice gateway',
   version: '0.1.0',
   description: 'OpenAI-compatible WebRTC signalling for realtime voice with Hermes.',
-  routes: { getDiscovery, createCall, createCallAlias, callOptions, callOptionsAlias },
+  routes: { getDiscovery, discoveryOptions, createCall, createCallAlias, callOptions, callOptionsAlias },
 } satisfies Surface;

@@ -3,7 +3,6 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { bindRoute } from '@conduit/contracts/server';
 import {
-  CALL_CORS_HEADERS,
   CALL_SETUP_ERRORS,
   CALL_SETUP_LIMITS,
   callOptions,
@@ -15,6 +14,7 @@ import { bearerMatches } from '../bearer.js';
 import type { CallRegistry } from '../calls/call-registry.js';
 import { RealtimeCall, type CallServices } from '../calls/realtime-call.js';
 import type { VoiceConfig } from '../config.js';
+import { preflightHeaders } from './cors.js';
 import { decodeOfferBody, mediaType, readBoundedBody } from '../signalling/offer-body.js';
 import { ProxyReplayGuard, verifyProxyIdentity } from '../signalling/proxy-identity.js';
 import { SetupError } from '../signalling/setup-error.js';
@@ -57,7 +57,6 @@ export async function callRoutes(app: FastifyInstance, deps: CallRoutesDeps): Pr
 
     for (const route of [createCall, createCallAlias]) {
       bindRoute(scope, route, async ({ request, reply }) => {
-        reply.headers(CALL_CORS_HEADERS);
         if (!bearerMatches(request.headers.authorization, config.apiKey))
           return { status: 401, body: CALL_SETUP_ERRORS.unauthorized };
         const reservation = registry.reserve();
@@ -124,7 +123,7 @@ export async function callRoutes(app: FastifyInstance, deps: CallRoutesDeps): Pr
     }
 
     for (const route of [callOptions, callOptionsAlias]) {
-      bindRoute(scope, route, () => ({ status: 204, body: undefined, headers: { ...CALL_CORS_HEADERS } }));
+      bindRoute(scope, route, ({ request }) => ({ status: 204, body: undefined, headers: preflightHeaders(request) }));
     }
   });
 }

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { getDiscovery } from '@conduit/contracts/voice/discovery';
+import { discoveryOptions, getDiscovery } from '@conduit/contracts/voice/discovery';
 import { bindRoute } from '@conduit/contracts/server';
 import { bearerMatches } from '../bearer.js';
 import type { VoiceConfig } from '../config.js';
+import { preflightHeaders } from './cors.js';
 
 export function discoveryRoutes(app: FastifyInstance, config: VoiceConfig): void {
   bindRoute(app, getDiscovery, ({ request }) => {
@@ -13,4 +14,9 @@ export function discoveryRoutes(app: FastifyInstance, config: VoiceConfig): void
       headers: { 'cache-control': 'no-store' },
     };
   });
+  bindRoute(app, discoveryOptions, ({ request }) => ({
+    status: 204,
+    body: undefined,
+    headers: preflightHeaders(request),
+  }));
 }
