@@ -6,7 +6,7 @@ import { WireError } from '@conduit/contracts/server';
 import { ApprovalBook } from './cards/approval-book.js';
 import { ApprovalCards } from './cards/approval-cards.js';
 import { ClarifyLoop, type ClarifyPairing } from './cards/clarify-loop.js';
-import { hermesApiClient, type HermesApi } from './cards/hermes-api.js';
+import { hermesApiClient, type HermesApi } from './kernel/hermes-api.js';
 import type { HostConfig } from './config.js';
 import { DeliveryQueue } from './delivery/delivery-queue.js';
 import { privacyPrepare, readClarifyPairing } from './delivery/pairing-adapter.js';

@@ -8,7 +8,7 @@ import type { ApprovalBook, ParkedApproval } from './approval-book.js';
 import { PENDING_TTL_MS } from './approval-book.js';
 import type { ClarifyPairing } from './clarify-loop.js';
 import { awaitDecisionAnswer, type DecisionPollPorts } from './decision-poll.js';
-import type { ApprovalAnswerResult, HermesApi } from './hermes-api.js';
+import type { ApprovalAnswerResult, HermesApi } from '../kernel/hermes-api.js';
 
 /** The choices Hermes' API server takes (spec/hermes/SURFACES.md §1). */
 export type ApprovalChoice = 'once' | 'session' | 'always' | 'deny';

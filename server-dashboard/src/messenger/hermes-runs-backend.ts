@@ -1,10 +1,11 @@
 /**
- * AgentBackend over the Hermes API server (spec/hermes/SURFACES.md §1): `POST /v1/runs` (202
- * {run_id}), `GET /v1/runs/{id}/events` (SSE `data: {json}` frames), `POST /v1/runs/{id}/approval`,
- * `POST /v1/runs/{id}/stop`. The run's Idempotency-Key comes from the inbound Relay event, so a turn
- * replayed after a crash re-attaches to the same run instead of starting a second one.
+ * AgentBackend over the Hermes API server (spec/hermes/SURFACES.md §1), through the service's one
+ * Hermes API client (kernel/hermes-api.ts): a turn is a run, its lifecycle events become TurnEvents,
+ * and the client's answers become the backend's errors. The run's Idempotency-Key comes from the
+ * inbound Relay event, so a turn replayed after a crash re-attaches to the same run instead of
+ * starting a second one.
  */
-import { z } from 'zod';
+import { hermesApiClient, type HermesApi, type RunInputMessage } from '../kernel/hermes-api.js';
 import {
   AgentRunFailedError,
   AgentTurnError,
@@ -20,34 +21,6 @@ export interface HermesRunsBackendOptions {
   baseUrl: string;
   apiKey: string | null;
   fetch?: typeof fetch;
-}
-
-const runCreated = z.looseObject({ run_id: z.string().min(1) });
-const sseEvent = z.looseObject({ event: z.string() });
-
-/** Parses an SSE byte stream into the JSON of its `data:` fields (comments and ids skipped). */
-export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<unknown> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true }).replace(/\r\n/g, '\n');
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) !== -1) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = block
-        .split('\n')
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).replace(/^ /, ''))
-        .join('\n');
-      if (data === '' || data === '[DONE]') continue;
-      try {
-        yield JSON.parse(data) as unknown;
-      } catch {
-        // A malformed frame is skipped; the run's terminal event still decides the outcome.
-      }
-    }
-  }
 }
 
 /**
@@ -72,76 +45,47 @@ export function runInput(request: TurnRequest): string | RunInputMessage[] {
   ];
 }
 
-export interface RunInputMessage {
-  role: 'user';
-  content: ({ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } })[];
-}
-
 export class HermesRunsBackend implements AgentBackend {
-  private readonly o: HermesRunsBackendOptions;
-  private readonly fetchImpl: typeof fetch;
+  private readonly api: HermesApi;
 
   constructor(options: HermesRunsBackendOptions) {
-    this.o = options;
-    this.fetchImpl = options.fetch ?? fetch;
-  }
-
-  private headers(extra: Record<string, string> = {}): Record<string, string> {
-    return {
-      ...(this.o.apiKey !== null ? { Authorization: `Bearer ${this.o.apiKey}` } : {}),
-      ...extra,
-    };
+    this.api = hermesApiClient({
+      url: options.baseUrl,
+      key: options.apiKey,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
   }
 
   async startTurn(request: TurnRequest): Promise<AgentTurn> {
-    let res: Response;
-    try {
-      res = await this.fetchImpl(`${this.o.baseUrl}/v1/runs`, {
-        method: 'POST',
-        headers: this.headers({
-          'Content-Type': 'application/json',
-          'Idempotency-Key': request.idempotencyKey,
-          'X-Hermes-Session-Id': request.sessionId,
-        }),
-        body: JSON.stringify({
-          input: runInput(request),
-          session_id: request.sessionId,
-          ...(request.instructions !== undefined ? { instructions: request.instructions } : {}),
-        }),
-      });
-    } catch (err) {
-      throw new AgentTurnError(`Hermes API server unreachable: ${(err as Error).message}`);
+    const started = await this.api.startRun(
+      {
+        input: runInput(request),
+        session_id: request.sessionId,
+        ...(request.instructions !== undefined ? { instructions: request.instructions } : {}),
+      },
+      { idempotencyKey: request.idempotencyKey, sessionId: request.sessionId },
+    );
+    switch (started.outcome) {
+      case 'started':
+        return { runId: started.runId, events: this.events(started.runId) };
+      case 'key_conflict':
+        // The key names a run with another body (a turn started by an older connector, before the
+        // run body changed): that run cannot be re-attached, so the retry starts a new run.
+        throw new AgentRunFailedError('Hermes has a run with this Idempotency-Key and another body (HTTP 409)');
+      case 'refused':
+        throw new AgentTurnError(`Hermes refused the run: HTTP ${started.status}`);
+      case 'malformed':
+        throw new AgentTurnError('Hermes answered a run without run_id');
+      case 'unreachable':
+        throw new AgentTurnError(`Hermes API server unreachable: ${started.reason}`);
     }
-    if (res.status === 409) {
-      // The key names a run with another body (a turn started by an older connector, before the
-      // run body changed): that run cannot be re-attached, so the retry starts a new run.
-      await res.body?.cancel();
-      throw new AgentRunFailedError('Hermes has a run with this Idempotency-Key and another body (HTTP 409)');
-    }
-    if (res.status !== 202 && res.status !== 200) {
-      await res.body?.cancel();
-      throw new AgentTurnError(`Hermes refused the run: HTTP ${res.status}`);
-    }
-    const created = runCreated.safeParse(await res.json().catch(() => null));
-    if (!created.success) throw new AgentTurnError('Hermes answered a run without run_id');
-    const runId = created.data.run_id;
-    return { runId, events: this.events(runId) };
   }
 
   private async *events(runId: string): AsyncGenerator<TurnEvent> {
-    let res: Response;
-    try {
-      res = await this.fetchImpl(`${this.o.baseUrl}/v1/runs/${encodeURIComponent(runId)}/events`, {
-        headers: this.headers({ Accept: 'text/event-stream' }),
-      });
-    } catch (err) {
-      throw new AgentTurnError(`Hermes events unreachable: ${(err as Error).message}`);
-    }
-    if (!res.ok || res.body === null) throw new AgentTurnError(`Hermes events: HTTP ${res.status}`);
-    for await (const raw of readSse(res.body)) {
-      const ev = sseEvent.safeParse(raw);
-      if (!ev.success) continue;
-      const e = ev.data;
+    const stream = await this.api.runEvents(runId);
+    if (stream.outcome === 'unreachable') throw new AgentTurnError(`Hermes events unreachable: ${stream.reason}`);
+    if (stream.outcome === 'refused') throw new AgentTurnError(`Hermes events: HTTP ${stream.status}`);
+    for await (const e of stream.events) {
       switch (e.event) {
         case 'approval.request':
           yield {
@@ -169,20 +113,11 @@ export class HermesRunsBackend implements AgentBackend {
   }
 
   async approve(runId: string, choice: ApprovalChoice, requestId: string | null): Promise<void> {
-    const res = await this.fetchImpl(`${this.o.baseUrl}/v1/runs/${encodeURIComponent(runId)}/approval`, {
-      method: 'POST',
-      headers: this.headers({ 'Content-Type': 'application/json' }),
-      body: JSON.stringify({ choice, ...(requestId !== null ? { request_id: requestId } : {}) }),
-    });
-    await res.body?.cancel();
-    if (!res.ok) throw new AgentTurnError(`Hermes approval: HTTP ${res.status}`);
+    const answered = await this.api.answerApproval(runId, choice, requestId ?? undefined);
+    if (answered !== 'accepted') throw new AgentTurnError(`Hermes approval: ${answered}`);
   }
 
   async stop(runId: string): Promise<void> {
-    const res = await this.fetchImpl(`${this.o.baseUrl}/v1/runs/${encodeURIComponent(runId)}/stop`, {
-      method: 'POST',
-      headers: this.headers(),
-    });
-    await res.body?.cancel();
+    await this.api.stopRun(runId);
   }
 }

@@ -1,0 +1,193 @@
+import { z } from 'zod';
+import { readSse } from './sse-reader.js';
+
+/**
+ * The Hermes API server (spec/hermes/SURFACES.md §1), the one client of it in this service: start a
+ * run (`POST /v1/runs`), read its lifecycle events (`GET /v1/runs/{id}/events`, SSE), answer its
+ * approval (`POST /v1/runs/{id}/approval`) and stop it (`POST /v1/runs/{id}/stop`). Approval cards
+ * and the messenger's agent backend both go through it.
+ *
+ * Every request carries the server's bearer key and refuses redirects (a redirect could carry the key
+ * elsewhere); the key never reaches a log line or an error message. Failures are answered as values,
+ * so each caller decides what a refusal means for it.
+ */
+export interface HermesApiOptions {
+  /**
+   * The API server, e.g. `http://127.0.0.1:8642`; a secondary profile's `…/p/<profile>` prefix is kept
+   * in front of every path.
+   */
+  url: string;
+  /** API_SERVER_KEY, sent as `Authorization: Bearer …`; null sends none. */
+  key: string | null;
+  /** How long a request may wait for its answer; an event stream is never cut. No bound when absent. */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** An OpenAI-style user message, the form `input` takes when it carries images. */
+export interface RunInputMessage {
+  role: 'user';
+  content: ({ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } })[];
+}
+
+/** The body of `POST /v1/runs`. */
+export interface RunRequest {
+  input: string | RunInputMessage[];
+  session_id?: string;
+  instructions?: string;
+}
+
+export interface RunHeaders {
+  /** Replays of the same key and body re-attach to the run instead of starting a second one. */
+  idempotencyKey?: string;
+  /** `X-Hermes-Session-Id`: the Hermes session the run continues. */
+  sessionId?: string;
+}
+
+export type RunStart =
+  | { outcome: 'started'; runId: string }
+  /** 409: the Idempotency-Key names a run started with another body, which cannot be re-attached. */
+  | { outcome: 'key_conflict' }
+  | { outcome: 'refused'; status: number }
+  /** A 2xx answer without a run id. */
+  | { outcome: 'malformed' }
+  /** `reason` is the transport's message (no URL, no key). */
+  | { outcome: 'unreachable'; reason: string };
+
+/** One lifecycle event of a run: its name in `event` (`message.delta`, `approval.request`, `run.completed`, …). */
+export const hermesRunEvent = z.looseObject({ event: z.string() });
+export type HermesRunEvent = z.infer<typeof hermesRunEvent>;
+
+export type RunEvents =
+  | { outcome: 'streaming'; events: AsyncGenerator<HermesRunEvent> }
+  | { outcome: 'refused'; status: number }
+  | { outcome: 'unreachable'; reason: string };
+
+export type ApprovalAnswerResult = 'accepted' | 'run_not_found' | 'refused' | 'unreachable';
+
+export interface HermesApi {
+  startRun(request: RunRequest, headers?: RunHeaders): Promise<RunStart>;
+  /** The run's events; the stream ends when Hermes closes it (after its terminal event). */
+  runEvents(runId: string): Promise<RunEvents>;
+  /** `{choice, request_id?}`; an early Hermes without request ids answers the oldest pending approval. */
+  answerApproval(runId: string, choice: string, requestId: string | undefined): Promise<ApprovalAnswerResult>;
+  /** Whether Hermes took the stop (it answers `status: stopping`). */
+  stopRun(runId: string): Promise<boolean>;
+}
+
+const runCreated = z.looseObject({ run_id: z.string().min(1) });
+
+export function hermesApiClient(options: HermesApiOptions): HermesApi {
+  const doFetch = options.fetch ?? fetch;
+  const base = options.url.replace(/\/+$/, '');
+  const runPath = (runId: string, tail = '') => `${base}/v1/runs/${encodeURIComponent(runId)}${tail}`;
+
+  function request(
+    url: string,
+    init: { method?: 'POST'; headers?: Record<string, string>; body?: unknown; stream?: boolean },
+  ): Promise<Response> {
+    const headers: Record<string, string> = { ...init.headers };
+    if (options.key !== null) headers.authorization = `Bearer ${options.key}`;
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    // An event stream is never cut: a run waiting on an approval sends nothing but keepalives for minutes.
+    const timeoutMs = init.stream ? undefined : options.timeoutMs;
+    return doFetch(url, {
+      method: init.method ?? 'GET',
+      headers,
+      ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+      redirect: 'manual',
+      ...(timeoutMs !== undefined ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
+    });
+  }
+
+  return {
+    async startRun(body, headers = {}) {
+      let response: Response;
+      try {
+        response = await request(`${base}/v1/runs`, {
+          method: 'POST',
+          headers: {
+            accept: 'application/json',
+            ...(headers.idempotencyKey !== undefined ? { 'idempotency-key': headers.idempotencyKey } : {}),
+            ...(headers.sessionId !== undefined ? { 'x-hermes-session-id': headers.sessionId } : {}),
+          },
+          body,
+        });
+      } catch (error) {
+        return { outcome: 'unreachable', reason: reasonOf(error) };
+      }
+      if (response.status === 409) {
+        await response.body?.cancel();
+        return { outcome: 'key_conflict' };
+      }
+      if (response.status !== 202 && response.status !== 200) {
+        await response.body?.cancel();
+        return { outcome: 'refused', status: response.status };
+      }
+      const created = runCreated.safeParse(await response.json().catch(() => null));
+      return created.success ? { outcome: 'started', runId: created.data.run_id } : { outcome: 'malformed' };
+    },
+
+    async runEvents(runId) {
+      let response: Response;
+      try {
+        response = await request(runPath(runId, '/events'), { headers: { accept: 'text/event-stream' }, stream: true });
+      } catch (error) {
+        return { outcome: 'unreachable', reason: reasonOf(error) };
+      }
+      if (!response.ok || response.body === null) {
+        await response.body?.cancel();
+        return { outcome: 'refused', status: response.status };
+      }
+      return { outcome: 'streaming', events: runEventsOf(response.body) };
+    },
+
+    async answerApproval(runId, choice, requestId) {
+      const body: Record<string, string> = { choice };
+      if (requestId) body.request_id = requestId;
+      try {
+        const response = await request(runPath(runId, '/approval'), {
+          method: 'POST',
+          headers: { accept: 'application/json' },
+          body,
+        });
+        const text = await response.text();
+        if (response.ok) return 'accepted';
+        if (response.status === 404) return text.includes('run_not_found') ? 'run_not_found' : 'refused';
+        return 'refused';
+      } catch {
+        return 'unreachable';
+      }
+    },
+
+    async stopRun(runId) {
+      try {
+        const response = await request(runPath(runId, '/stop'), { method: 'POST' });
+        await response.body?.cancel();
+        return response.ok;
+      } catch {
+        return false;
+      }
+    },
+  };
+}
+
+/** The JSON events of a run's SSE stream; keepalive comments, `[DONE]` and unreadable frames are skipped. */
+async function* runEventsOf(body: ReadableStream<Uint8Array>): AsyncGenerator<HermesRunEvent> {
+  for await (const frame of readSse(body)) {
+    if (frame.data === '' || frame.data === '[DONE]') continue;
+    let json: unknown;
+    try {
+      json = JSON.parse(frame.data);
+    } catch {
+      // A malformed frame is skipped; the run's terminal event still decides the outcome.
+      continue;
+    }
+    const event = hermesRunEvent.safeParse(json);
+    if (event.success) yield event.data;
+  }
+}
+
+function reasonOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import { readSse, SseParser, type SseEvent } from '../../src/kernel/sse-reader.js';
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+/** Every event the parser dispatches when `input` arrives in the given chunks. */
+function parse(chunks: Uint8Array[]): { events: SseEvent[]; retryMs: number | undefined } {
+  const parser = new SseParser();
+  const events = chunks.flatMap((chunk) => parser.push(chunk));
+  return { events, retryMs: parser.retryMs };
+}
+
+const event = (data: string, type = 'message', lastEventId = ''): SseEvent => ({ type, data, lastEventId });
+
+/**
+ * A stream with every feature: a BOM, comments, CRLF, LF and lone-CR line endings, multi-line data, a
+ * named event, ids (kept across events, one with NUL ignored), retry, unknown fields, a field without a
+ * colon, an event with no data (not dispatched), non-ASCII text and an unfinished last event.
+ */
+const STREAM =
+  '\uFEFF: keepalive\r\n' +
+  'data: {"event":"message.delta","delta":"hé"}\r\n\r\n' +
+  'data: crlf one\r\ndata: crlf two\r\n\r\n' +
+  'data: first line\n' +
+  'data:second line\n' +
+  'data:  two spaces\n\n' +
+  'event: run.completed\r' +
+  'id: 7\r' +
+  'data: {"output":"ok"}\r\r' +
+  ': stream closed\n' +
+  'event: ignored-without-data\n\n' +
+  'retry: 2500\n' +
+  'retry: soon\n' +
+  'id: bad\u0000id\n' +
+  'unknown: field\n' +
+  'data\n\n' +
+  'data: 日本語 ✓\n\n' +
+  'data: never finished\n';
+
+const EXPECTED: SseEvent[] = [
+  event('{"event":"message.delta","delta":"hé"}'),
+  event('crlf one\ncrlf two'),
+  event('first line\nsecond line\n two spaces'),
+  event('{"output":"ok"}', 'run.completed', '7'),
+  event('', 'message', '7'),
+  event('日本語 ✓', 'message', '7'),
+];
+
+describe('the SSE reader', () => {
+  it('reads every field the standard defines', () => {
+    expect(parse([bytes(STREAM)])).toEqual({ events: EXPECTED, retryMs: 2500 });
+  });
+
+  it('gives the same events however the bytes are split in two, at every byte position', () => {
+    const all = bytes(STREAM);
+    for (let at = 0; at <= all.length; at++) {
+      expect([at, parse([all.slice(0, at), all.slice(at)]).events]).toEqual([at, EXPECTED]);
+    }
+  });
+
+  it('gives the same events fed one byte at a time (CR and LF of one CRLF in separate chunks)', () => {
+    const all = bytes(STREAM);
+    const single = Array.from(all, (byte) => Uint8Array.of(byte));
+    expect(parse(single).events).toEqual(EXPECTED);
+  });
+
+  it('gives the same events split at every pair of positions', () => {
+    const all = bytes('data: a\r\ndata: b\r\n\r\nevent: e\rdata: c\r\rdata: d\n: x\ndata: e\n\n');
+    const expected = [event('a\nb'), event('c', 'e'), event('d\ne')];
+    for (let i = 0; i <= all.length; i++) {
+      for (let j = i; j <= all.length; j++) {
+        expect([i, j, parse([all.slice(0, i), all.slice(i, j), all.slice(j)]).events]).toEqual([i, j, expected]);
+      }
+    }
+  });
+
+  it('a CR at the end of a chunk and an LF at the start of the next end one line, not two', () => {
+    // Were the LF a second line ending, `data: x` would be dispatched at once as its own event.
+    expect(parse([bytes('data: x\r'), bytes('\ndata: y\r\n\r\n')]).events).toEqual([event('x\ny')]);
+  });
+
+  it('a lone CR followed by a chunk that starts with another line is still a line ending', () => {
+    expect(parse([bytes('data: x\r'), bytes('data: y\r'), bytes('\r')]).events).toEqual([event('x\ny')]);
+  });
+
+  it('comments, including keepalives, never dispatch and never reset a pending event', () => {
+    expect(parse([bytes('data: a\n: keepalive\n:\ndata: b\n\n')]).events).toEqual([event('a\nb')]);
+  });
+
+  it('an empty line without data dispatches nothing, and a named event without data resets its name', () => {
+    expect(parse([bytes('\n\n\nevent: named\n\ndata: plain\n\n')]).events).toEqual([event('plain')]);
+  });
+
+  it('only one space after the colon is removed', () => {
+    expect(parse([bytes('data:   three\n\n')]).events).toEqual([event('  three')]);
+  });
+
+  it('a UTF-8 character split across chunks is decoded whole', () => {
+    const all = bytes('data: ✓\n\n');
+    const at = all.indexOf(0xe2) + 1; // inside the three bytes of ✓
+    expect(parse([all.slice(0, at), all.slice(at)]).events).toEqual([event('✓')]);
+  });
+
+  it('readSse yields the events of a body and drops an unfinished last one', async () => {
+    const body = streamOf(['data: one\n', '\ndata: two\n\n', 'data: unfinished']);
+    const seen: SseEvent[] = [];
+    for await (const e of readSse(body)) seen.push(e);
+    expect(seen).toEqual([event('one'), event('two')]);
+  });
+
+  it('readSse cancels the body when the reader stops early, releasing the connection', async () => {
+    let cancelled = false;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes('data: one\n\ndata: two\n\n'));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    for await (const e of readSse(body)) {
+      expect(e.data).toBe('one');
+      break;
+    }
+    expect(cancelled).toBe(true);
+  });
+});
+
+function streamOf(chunks: string[]): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(bytes(chunk));
+      controller.close();
+    },
+  });
+}
