@@ -69,6 +69,7 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
     trimLeadingSilence: config.audio.ttsTrimLeadingSilence,
     bargeIn: config.bargeIn,
     iceServers: config.iceServers,
+    vadThreshold: config.audio.vadThreshold,
     clock,
     mediaSender,
     logger,

@@ -23,13 +23,45 @@ export interface SessionTool {
   parameters: Record<string, unknown>;
 }
 
+/** Audio on the wire is Opus on the WebRTC track; the session reports it as OpenAI's WebRTC sessions do. */
+export interface SessionAudioFormat {
+  type: 'audio/pcm';
+  rate: 24000;
+}
+
+/** The gateway's own turn detection (server VAD with its configured silence), as a GA session reports it. */
+export interface SessionTurnDetection {
+  type: 'server_vad';
+  /** The energy gate's start threshold is adaptive; with Silero this is its speech probability threshold. */
+  threshold: number;
+  /** Idle audio kept before detected speech. */
+  prefix_padding_ms: number;
+  silence_duration_ms: number;
+  /** A reply starts when the speaker stops. */
+  create_response: true;
+  /** Whether speech over a reply cancels it (HERMES_REALTIME_BARGE_IN). */
+  interrupt_response: boolean;
+}
+
+/**
+ * The effective session, in the GA Realtime shape (`session.created` / `session.updated`). The fields the
+ * gateway decides (`model`, `output_modalities`, `audio`) say what it does; fields with no meaning here that
+ * a client sent (`tracing`, `truncation`, `prompt`, …) are kept and returned as sent.
+ */
 export interface SessionSnapshot {
   id: string;
+  object: 'realtime.session';
   type: 'realtime';
   model: 'hermes';
+  output_modalities: ['audio'];
   instructions: string;
+  tools: SessionTool[];
   tool_choice: ToolChoice;
-  audio: { output: { voice: 'hermes' } };
+  audio: {
+    input: { format: SessionAudioFormat; turn_detection: SessionTurnDetection };
+    output: { format: SessionAudioFormat; voice: 'hermes' };
+  };
+  [kept: string]: unknown;
 }
 
 export interface UserMessageItem {
@@ -103,8 +135,12 @@ export type ServerEventBody =
   | { type: 'session.updated'; session: SessionSnapshot }
   | { type: 'input_audio_buffer.speech_started'; audio_start_ms: number; item_id: string }
   | { type: 'input_audio_buffer.speech_stopped'; audio_end_ms: number; item_id: string }
-  | { type: 'conversation.item.added'; previous_item_id: null; item: ConversationItem }
-  | { type: 'conversation.item.done'; previous_item_id: null; item: ConversationItem }
+  | { type: 'input_audio_buffer.committed'; item_id: string; previous_item_id: string | null }
+  | { type: 'input_audio_buffer.cleared' }
+  /** `previous_item_id`: the item before this one in the conversation (null for the first). */
+  | { type: 'conversation.item.added'; previous_item_id: string | null; item: ConversationItem }
+  | { type: 'conversation.item.done'; previous_item_id: string | null; item: ConversationItem }
+  | { type: 'conversation.item.retrieved'; item: ConversationItem }
   | {
       type: 'conversation.item.input_audio_transcription.completed';
       item_id: string;
@@ -116,13 +152,16 @@ export type ServerEventBody =
   | {
       type: 'response.output_item.added' | 'response.output_item.done';
       response_id: string;
-      output_index: 0;
+      /** The item's index in the response's output (a function call follows what was said before it). */
+      output_index: number;
       item: AssistantMessageItem | FunctionCallItem;
     }
   | ({
       type: 'response.content_part.added' | 'response.content_part.done';
-      part: { type: 'output_audio'; transcript: string };
+      /** GA part types are `audio` and `text` (the item's content says `output_audio`). */
+      part: { type: 'audio'; transcript: string };
     } & ContentRef)
+  | ({ type: 'response.output_audio.done' } & ContentRef)
   | ({ type: 'response.output_audio_transcript.delta'; delta: string; transcript?: string } & ContentRef)
   | ({ type: 'response.output_audio_transcript.done'; transcript: string } & ContentRef)
   | {
@@ -133,7 +172,7 @@ export type ServerEventBody =
       type: 'response.function_call_arguments.done';
       response_id: string;
       item_id: string;
-      output_index: 0;
+      output_index: number;
       call_id: string;
       name: string;
       arguments: string;
@@ -149,8 +188,12 @@ export type ServerEventType = ServerEventBody['type'];
 export const CLIENT_EVENT_TYPES = [
   'session.update',
   'conversation.item.create',
+  'conversation.item.retrieve',
   'response.create',
   'response.cancel',
+  'input_audio_buffer.commit',
+  'input_audio_buffer.clear',
+  'output_audio_buffer.clear',
   'hermes.input_audio.state',
 ] as const;
 export type ClientEventType = (typeof CLIENT_EVENT_TYPES)[number];
@@ -173,3 +216,36 @@ export const functionCallOutputItem = z.object({
   call_id: z.string(),
   output: z.string(),
 });
+
+/**
+ * `session.update`'s session as a GA client sends it (the official SDKs send the whole object every time).
+ * Only what the gateway applies is checked here; every other field, known to the GA API or not, is accepted
+ * and kept (one field the gateway cannot honour never rejects the update).
+ */
+export const sessionUpdateBody = z.looseObject({
+  type: z.string().optional(),
+  instructions: z.unknown().optional(),
+  tools: z.unknown().optional(),
+  tool_choice: z.unknown().optional(),
+});
+
+/** GA session fields whose effective value the gateway decides itself (reported, never kept as sent). */
+export const SESSION_FIELDS_DECIDED_BY_GATEWAY = [
+  'id',
+  'object',
+  'type',
+  'model',
+  'output_modalities',
+  'audio',
+  // Pre-GA names of the same settings.
+  'modalities',
+  'voice',
+  'input_audio_format',
+  'output_audio_format',
+  'input_audio_transcription',
+  'input_audio_noise_reduction',
+  'turn_detection',
+] as const;
+
+/** `conversation.item.retrieve`. */
+export const itemRetrieveEvent = z.object({ type: z.literal('conversation.item.retrieve'), item_id: z.string() });

@@ -113,6 +113,17 @@ export class DirectEndpointer {
     return events;
   }
 
+  /**
+   * Drops what was captured (`input_audio_buffer.clear`): an utterance in progress is abandoned without being
+   * dispatched, and the pre-roll goes with it. Detection carries on with the next chunk.
+   */
+  discard(atUs: number): EndpointEvent[] {
+    const events: EndpointEvent[] = [];
+    this.discardPrefetch(atUs, events);
+    this.clearCapture();
+    return events;
+  }
+
   private clearCapture(): void {
     this.buffer.clear();
     this.preroll.clear();

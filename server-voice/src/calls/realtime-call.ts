@@ -26,6 +26,8 @@ export interface CallServices {
   trimLeadingSilence: boolean;
   bargeIn: boolean;
   iceServers: IceServer[];
+  /** Silero's speech probability threshold (reported in the session's turn detection). */
+  vadThreshold: number;
   clock: FrameClock;
   /** The media sender process that paces outbound audio, or null to pace it on this event loop. */
   mediaSender: MediaSender | null;
@@ -99,7 +101,20 @@ export class RealtimeCall {
           this.startTurn(responseId, 'Follow the session instructions and respond now.'),
         onResponseCancelled: () => this.runner.cancel(),
         onInputAudioState: (muted) => (muted ? this.input.mute() : this.input.unmute()),
+        onInputAudioCommit: (identity, eventId) =>
+          this.input.commit(() => this.protocol.inputAudioCommitEmpty(identity, eventId)),
+        onInputAudioClear: () => this.input.clear(),
+        // The reply completed but its speech is still playing: it stops now (the output queue is dropped).
+        onOutputAudioClear: () => this.runner.cancel(),
         onClosed: (reason) => void this.close(reason),
+      },
+      turnDetection: {
+        type: 'server_vad',
+        threshold: services.vadThreshold,
+        prefix_padding_ms: 500,
+        silence_duration_ms: Math.round(services.endpointSettings.silenceDurationUs / 1000),
+        create_response: true,
+        interrupt_response: services.bargeIn,
       },
       instructions: session.instructions,
       tools: session.tools,
@@ -263,7 +278,10 @@ export class RealtimeCall {
           break;
         case 'utterance': {
           const itemId = this.lastInputItem;
-          if (itemId) this.transcribe(itemId, event);
+          if (itemId) {
+            this.protocol.inputCommitted(itemId);
+            this.transcribe(itemId, event);
+          }
           break;
         }
         case 'prefetch':

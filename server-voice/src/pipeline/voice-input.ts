@@ -75,6 +75,25 @@ export class VoiceInput {
     });
   }
 
+  /**
+   * `input_audio_buffer.commit`: an utterance in progress ends now, as if the speaker had paused; `onEmpty`
+   * runs instead when nothing is being captured (decided after the frames still being scored).
+   */
+  commit(onEmpty: () => void): void {
+    const atUs = this.nowUs();
+    this.run(() => {
+      if (this.endpointer.speaking) return this.endpointer.end(atUs);
+      onEmpty();
+      return [];
+    });
+  }
+
+  /** `input_audio_buffer.clear`: what was captured is dropped, nothing is dispatched. */
+  clear(): void {
+    const atUs = this.nowUs();
+    this.run(() => this.endpointer.discard(atUs));
+  }
+
   /** The inbound track ended: an open utterance is finished. */
   end(): void {
     const atUs = this.nowUs();

@@ -9,12 +9,15 @@ import {
   type ResponseObject,
   type ServerEvent,
   type ServerEventBody,
+  itemRetrieveEvent,
   type SessionSnapshot,
   type SessionTool,
+  type SessionTurnDetection,
   type ToolChoice,
 } from '@conduit/contracts/voice/events';
 import { parseToolChoice } from '../session/session-tools.js';
 import { decodeClientJson } from './client-json.js';
+import { parseSessionUpdate } from './session-update.js';
 
 /** Where an event goes: one identity, or everyone on the transport (`null`). */
 export type Recipient = string | null;
@@ -30,6 +33,15 @@ export interface ProtocolCallbacks {
   onResponseCancelled?: (identity: string, responseId: string) => void;
   onInputAudioState?: (muted: boolean, identity: string) => void;
   onToolChoiceUpdated?: (choice: ToolChoice) => void;
+  /**
+   * `input_audio_buffer.commit`: end the speaker's current utterance now (as if they paused). When nothing is
+   * being captured the transport answers `inputAudioCommitEmpty`.
+   */
+  onInputAudioCommit?: (identity: string, eventId: string | null) => void;
+  /** `input_audio_buffer.clear`: drop the audio captured so far (an open utterance and the pre-roll). */
+  onInputAudioClear?: (identity: string) => void;
+  /** `output_audio_buffer.clear` after the response completed: stop playing its audio now. */
+  onOutputAudioClear?: (identity: string, responseId: string) => void;
   /** The protocol closed itself (an event grew past the size limit); the transport should hang up. */
   onClosed?: (reason: string) => void;
 }
@@ -48,6 +60,8 @@ export interface ProtocolOptions {
   randomHex: (bytes: number) => string;
   /** Whether `hermes.input_audio.state` is accepted on this topic (direct: yes; LiveKit events topic: no). */
   inputAudioStateOnEvents?: boolean;
+  /** The turn detection the session reports (the gateway's own VAD settings). */
+  turnDetection?: SessionTurnDetection;
   /** How long a client function call may wait for its output (30 s). */
   toolTimeoutMs?: number;
   setTimer?: (fn: () => void, ms: number) => { cancel: () => void };
@@ -77,6 +91,12 @@ interface ActiveResponse {
   output: (AssistantMessageItem | FunctionCallItem)[];
 }
 
+/** A conversation item's place (the item before it) and its latest state (null until it is published). */
+interface ItemEntry {
+  previous: string | null;
+  item: ConversationItem | null;
+}
+
 interface PendingToolCall {
   callId: string;
   itemId: string;
@@ -88,6 +108,20 @@ interface PendingToolCall {
 }
 
 const FOLLOW_UP_TEXT_LIMIT = MAX_TEXT_BYTES;
+/**
+ * Conversation items remembered for `previous_item_id` and `conversation.item.retrieve`: the newest 256 (a
+ * two-hour call must not grow without bound; a client retrieves recent items, not the first of hundreds).
+ */
+const MAX_REMEMBERED_ITEMS = 256;
+const DEFAULT_TURN_DETECTION: SessionTurnDetection = {
+  type: 'server_vad',
+  threshold: 0.5,
+  prefix_padding_ms: 500,
+  silence_duration_ms: 1500,
+  create_response: true,
+  interrupt_response: false,
+};
+const PCM_24K = { type: 'audio/pcm', rate: 24000 } as const;
 const utf8Bytes = (text: string) => Buffer.byteLength(text, 'utf8');
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -113,7 +147,15 @@ export class RealtimeProtocol {
   private readonly createdAtMs: number;
   private instructions: string;
   private toolChoice: ToolChoice;
-  private readonly tools: SessionTool[];
+  private tools: SessionTool[];
+  /** Session fields a client sent that mean nothing to the gateway, returned as sent. */
+  private kept: Record<string, unknown> = {};
+  /** The conversation in order: each item's predecessor and latest state (bounded). */
+  private readonly items = new Map<string, ItemEntry>();
+  private lastItemId: string | null = null;
+  /** The response whose speech is in the output buffer (from its first frame until it stopped or was cleared). */
+  private playing: string | null = null;
+  private lastResponseId: string | null = null;
   private readonly announced = new Set<string>();
   private readonly pendingText = new Map<string, { itemId: string; text: string }>();
   private active: ActiveResponse | null = null;
@@ -152,15 +194,55 @@ export class RealtimeProtocol {
     return this.tools;
   }
 
+  /** The effective session (GA shape): kept fields first, so the gateway's own fields always win. */
   snapshot(): SessionSnapshot {
     return {
+      ...this.kept,
       id: this.options.sessionId,
+      object: 'realtime.session',
       type: 'realtime',
       model: 'hermes',
+      output_modalities: ['audio'],
       instructions: this.instructions,
+      tools: this.tools,
       tool_choice: this.toolChoice,
-      audio: { output: { voice: 'hermes' } },
+      audio: {
+        input: { format: PCM_24K, turn_detection: this.options.turnDetection ?? DEFAULT_TURN_DETECTION },
+        output: { format: PCM_24K, voice: 'hermes' },
+      },
     };
+  }
+
+  // ---------------------------------------------------------------- conversation items
+
+  /**
+   * The item's place in the conversation: the item before it. The first call places the item after the
+   * newest one; later calls (its `done`, a transcript after the commit) return the same predecessor.
+   */
+  private place(itemId: string): string | null {
+    const known = this.items.get(itemId);
+    if (known) return known.previous;
+    const previous = this.lastItemId;
+    this.items.set(itemId, { previous, item: null });
+    this.lastItemId = itemId;
+    // Oldest first (insertion order); only the surplus at the front goes.
+    while (this.items.size > MAX_REMEMBERED_ITEMS) {
+      const oldest = this.items.keys().next().value;
+      if (oldest === undefined) break;
+      this.items.delete(oldest);
+    }
+    return previous;
+  }
+
+  private publishItem(
+    type: 'conversation.item.added' | 'conversation.item.done',
+    item: ConversationItem,
+    recipient: Recipient,
+  ): void {
+    const previous = this.place(item.id);
+    const entry = this.items.get(item.id);
+    if (entry) entry.item = item;
+    this.publish({ type, previous_item_id: previous, item }, recipient);
   }
 
   // ---------------------------------------------------------------- publishing
@@ -230,6 +312,26 @@ export class RealtimeProtocol {
         return this.sessionUpdate(event, identity, eventId);
       case 'conversation.item.create':
         return this.itemCreate(event, identity, eventId);
+      case 'conversation.item.retrieve':
+        return this.itemRetrieve(event, identity, eventId);
+      case 'input_audio_buffer.commit':
+        if (!this.options.callbacks.onInputAudioCommit) break;
+        return this.options.callbacks.onInputAudioCommit(identity, eventId);
+      case 'input_audio_buffer.clear':
+        if (!this.options.callbacks.onInputAudioClear) break;
+        return this.inputAudioClear(identity);
+      case 'input_audio_buffer.append':
+        // Audio arrives on the call's audio track; base64 PCM on the events channel is not read.
+        this.error(
+          identity,
+          'unsupported_client_event',
+          'input_audio_buffer.append is not supported here: send audio on the audio track.',
+          'type',
+          eventId,
+        );
+        return;
+      case 'output_audio_buffer.clear':
+        return this.outputAudioClear(identity, eventId);
       case 'response.create':
         return this.responseCreate(identity, eventId);
       case 'response.cancel':
@@ -247,67 +349,32 @@ export class RealtimeProtocol {
         }
         return this.inputAudioState(event, identity, eventId);
       default:
-        this.error(
-          identity,
-          'unsupported_client_event',
-          `Unsupported client event: ${type.slice(0, 128)}`,
-          'type',
-          eventId,
-        );
+        break;
     }
+    this.error(
+      identity,
+      'unsupported_client_event',
+      `Unsupported client event: ${type.slice(0, 128)}`,
+      'type',
+      eventId,
+    );
   }
 
   private sessionUpdate(event: Record<string, unknown>, identity: string, eventId: string | null): void {
-    const session = event.session;
-    if (!isRecord(session)) {
-      this.error(identity, 'invalid_session', 'session must be an object.', 'session', eventId);
+    const parsed = parseSessionUpdate(event.session, this.tools);
+    if (!parsed.ok) {
+      this.error(identity, parsed.error.code, parsed.error.message, parsed.error.param, eventId);
       return;
     }
-    const unsupported = Object.keys(session).find((key) => !['type', 'instructions', 'tool_choice'].includes(key));
-    if (unsupported !== undefined) {
-      this.error(
-        identity,
-        'unsupported_session_field',
-        `Unsupported session field: ${unsupported.slice(0, 128)}`,
-        `session.${unsupported.slice(0, 128)}`,
-        eventId,
-      );
-      return;
+    const { change } = parsed;
+    if (change.instructions !== undefined) this.instructions = change.instructions;
+    let toolChoice = change.toolChoice ?? this.toolChoice;
+    if (change.tools !== undefined) {
+      this.tools = change.tools;
+      // A choice that named a tool the new list lacks (or required tools that are gone) falls back to auto.
+      if (change.toolChoice === undefined && !parseToolChoice(toolChoice, this.tools).ok) toolChoice = 'auto';
     }
-    if ('type' in session && session.type !== 'realtime') {
-      this.error(
-        identity,
-        'unsupported_session_type',
-        'Only realtime sessions are supported.',
-        'session.type',
-        eventId,
-      );
-      return;
-    }
-    let instructions = this.instructions;
-    if ('instructions' in session) {
-      if (typeof session.instructions !== 'string' || utf8Bytes(session.instructions) > MAX_TEXT_BYTES) {
-        this.error(
-          identity,
-          'invalid_session',
-          'instructions must be a string of at most 64 KiB.',
-          'session.instructions',
-          eventId,
-        );
-        return;
-      }
-      instructions = session.instructions;
-    }
-    let toolChoice = this.toolChoice;
-    if ('tool_choice' in session) {
-      const parsed = parseToolChoice(session.tool_choice, this.tools);
-      if (!parsed.ok) {
-        this.error(identity, 'unsupported_tool_choice', parsed.error, 'session.tool_choice', eventId);
-        return;
-      }
-      toolChoice = parsed.value;
-    }
-    this.instructions = instructions;
+    Object.assign(this.kept, change.kept);
     const choiceChanged = JSON.stringify(toolChoice) !== JSON.stringify(this.toolChoice);
     this.toolChoice = toolChoice;
     if (choiceChanged) this.options.callbacks.onToolChoiceUpdated?.(toolChoice);
@@ -374,8 +441,30 @@ export class RealtimeProtocol {
       role: 'user',
       content: [{ type: 'input_text', text }],
     };
-    this.publish({ type: 'conversation.item.added', previous_item_id: null, item: added }, identity);
-    this.publish({ type: 'conversation.item.done', previous_item_id: null, item: added }, identity);
+    this.publishItem('conversation.item.added', added, identity);
+    this.publishItem('conversation.item.done', added, identity);
+  }
+
+  private itemRetrieve(event: Record<string, unknown>, identity: string, eventId: string | null): void {
+    const parsed = itemRetrieveEvent.safeParse(event);
+    if (!parsed.success) {
+      this.error(identity, 'invalid_event', 'conversation.item.retrieve needs an item_id string.', 'item_id', eventId);
+      return;
+    }
+    const item = this.currentItem(parsed.data.item_id);
+    if (!item) {
+      this.error(identity, 'item_not_found', 'No conversation item has this id.', 'item_id', eventId);
+      return;
+    }
+    this.publish({ type: 'conversation.item.retrieved', item }, identity);
+  }
+
+  /** An item as it stands now: the assistant item of the active response carries its caption so far. */
+  private currentItem(itemId: string): ConversationItem | null {
+    const active = this.active;
+    if (active?.assistant && active.assistant.id === itemId)
+      return { ...active.assistant, content: [{ type: 'output_audio', transcript: active.draft }] };
+    return this.items.get(itemId)?.item ?? null;
   }
 
   private toolOutput(item: Record<string, unknown>, identity: string, eventId: string | null): void {
@@ -418,8 +507,8 @@ export class RealtimeProtocol {
       call_id: callId,
       output,
     };
-    this.publish({ type: 'conversation.item.added', previous_item_id: null, item: added }, identity);
-    this.publish({ type: 'conversation.item.done', previous_item_id: null, item: added }, identity);
+    this.publishItem('conversation.item.added', added, identity);
+    this.publishItem('conversation.item.done', added, identity);
   }
 
   private responseCreate(identity: string, eventId: string | null): void {
@@ -489,6 +578,52 @@ export class RealtimeProtocol {
     this.publish({ type: 'hermes.input_audio.state_updated', muted: event.muted }, identity);
   }
 
+  /** `input_audio_buffer.clear`: captured audio is dropped and an utterance in progress is abandoned. */
+  private inputAudioClear(identity: string): void {
+    this.options.callbacks.onInputAudioClear?.(identity);
+    this.openInputItem = null;
+    this.publish({ type: 'input_audio_buffer.cleared' }, identity);
+  }
+
+  /** The transport had nothing to commit for `input_audio_buffer.commit` (as the GA API answers it). */
+  inputAudioCommitEmpty(identity: string, eventId: string | null): void {
+    this.error(
+      identity,
+      'input_audio_buffer_commit_empty',
+      'Error committing input audio buffer: no speech is being captured.',
+      null,
+      eventId,
+    );
+  }
+
+  /**
+   * `output_audio_buffer.clear` (the OpenAI SDKs send it to interrupt): the reply's speech stops now and
+   * `output_audio_buffer.cleared` answers. A response still running is cancelled with it: here speech and
+   * text come from one turn, so its audio cannot stop while the turn goes on.
+   */
+  private outputAudioClear(identity: string, eventId: string | null): void {
+    const active = this.active;
+    if (active) {
+      this.options.callbacks.onResponseCancelled?.(identity, active.id);
+      const audible = active.audioPlaying;
+      this.finishResponse(active.id, 'cancelled');
+      if (!audible) this.publish({ type: 'output_audio_buffer.cleared', response_id: active.id }, null);
+      return;
+    }
+    const playing = this.playing;
+    if (playing) {
+      this.playing = null;
+      this.options.callbacks.onOutputAudioClear?.(identity, playing);
+      this.publish({ type: 'output_audio_buffer.cleared', response_id: playing }, null);
+      return;
+    }
+    if (this.lastResponseId) {
+      this.publish({ type: 'output_audio_buffer.cleared', response_id: this.lastResponseId }, null);
+      return;
+    }
+    this.error(identity, 'no_output_audio', 'There is no output audio to clear.', null, eventId);
+  }
+
   // ---------------------------------------------------------------- server side (driven by the pipeline)
 
   private nextInputItemId(): string {
@@ -529,6 +664,15 @@ export class RealtimeProtocol {
     this.error(identity, 'input_audio_too_long', 'Speech exceeded two minutes. Please pause and try again.');
   }
 
+  /**
+   * The endpoint kept an utterance for transcription (server VAD, or `input_audio_buffer.commit`): its item
+   * takes its place in the conversation now, before its transcript exists.
+   */
+  inputCommitted(itemId: string): void {
+    const previous = this.place(itemId);
+    this.publish({ type: 'input_audio_buffer.committed', item_id: itemId, previous_item_id: previous }, null);
+  }
+
   /** The transcript of a spoken item (ASR finished). */
   userTranscript(itemId: string, transcript: string): void {
     const item: ConversationItem = {
@@ -538,7 +682,7 @@ export class RealtimeProtocol {
       role: 'user',
       content: [{ type: 'input_audio', transcript }],
     };
-    this.publish({ type: 'conversation.item.added', previous_item_id: null, item }, null);
+    this.publishItem('conversation.item.added', item, null);
     this.publish(
       {
         type: 'conversation.item.input_audio_transcription.completed',
@@ -549,7 +693,7 @@ export class RealtimeProtocol {
       },
       null,
     );
-    this.publish({ type: 'conversation.item.done', previous_item_id: null, item }, null);
+    this.publishItem('conversation.item.done', item, null);
   }
 
   /** Opens a response for a turn (voice dispatch, typed input, resume). Throws if one is active: callers check. */
@@ -557,6 +701,7 @@ export class RealtimeProtocol {
     if (this.active) throw new Error('a response is already active');
     this.responseCount += 1;
     const id = `resp_${this.options.sessionId}_${this.responseCount}`;
+    this.lastResponseId = id;
     this.active = { id, identity, assistant: null, draft: '', audioPlaying: false, output: [] };
     this.publish({ type: 'response.created', response: { id, status: 'in_progress', output: [] } }, null);
     return id;
@@ -577,7 +722,7 @@ export class RealtimeProtocol {
     };
     response.assistant = item;
     this.publish({ type: 'response.output_item.added', response_id: response.id, output_index: 0, item }, null);
-    this.publish({ type: 'conversation.item.added', previous_item_id: null, item }, null);
+    this.publishItem('conversation.item.added', item, null);
     this.publish(
       {
         type: 'response.content_part.added',
@@ -585,7 +730,7 @@ export class RealtimeProtocol {
         item_id: item.id,
         output_index: 0,
         content_index: 0,
-        part: { type: 'output_audio', transcript: '' },
+        part: { type: 'audio', transcript: '' },
       },
       null,
     );
@@ -620,6 +765,7 @@ export class RealtimeProtocol {
     if (!response || response.audioPlaying) return;
     this.ensureAssistant(response);
     response.audioPlaying = true;
+    this.playing = responseId;
     this.publish({ type: 'output_audio_buffer.started', response_id: responseId }, null);
   }
 
@@ -627,6 +773,7 @@ export class RealtimeProtocol {
   audioStopped(responseId: string): void {
     const response = this.current(responseId);
     if (response) response.audioPlaying = false;
+    if (this.playing === responseId) this.playing = null;
     this.publish({ type: 'output_audio_buffer.stopped', response_id: responseId }, null);
   }
 
@@ -634,23 +781,29 @@ export class RealtimeProtocol {
   completeResponse(responseId: string, finalText: string): void {
     const response = this.current(responseId);
     if (!response) return;
-    const item = this.ensureAssistant(response);
-    const ref = { response_id: responseId, item_id: item.id, output_index: 0 as const, content_index: 0 as const };
-    this.publish({ type: 'response.output_audio_transcript.done', ...ref, transcript: finalText }, null);
-    this.publish(
-      { type: 'response.content_part.done', ...ref, part: { type: 'output_audio', transcript: finalText } },
-      null,
-    );
-    const done: AssistantMessageItem = {
-      ...item,
-      status: 'completed',
-      content: [{ type: 'output_audio', transcript: finalText }],
-    };
-    response.assistant = done;
-    this.publish({ type: 'conversation.item.done', previous_item_id: null, item: done }, null);
-    this.publish({ type: 'response.output_item.done', response_id: responseId, output_index: 0, item: done }, null);
-    response.output = [done];
+    response.output = [this.closeAssistant(response, 'completed', finalText)];
     this.finishResponse(responseId, 'completed');
+  }
+
+  /**
+   * Closes the response's assistant item: audio done, the transcript (final, or what was captioned before a
+   * cancellation or failure), content part and item done. The closed item is returned for `response.done`.
+   */
+  private closeAssistant(
+    response: ActiveResponse,
+    status: 'completed' | 'incomplete',
+    transcript: string,
+  ): AssistantMessageItem {
+    const item = this.ensureAssistant(response);
+    const ref = { response_id: response.id, item_id: item.id, output_index: 0 as const, content_index: 0 as const };
+    this.publish({ type: 'response.output_audio.done', ...ref }, null);
+    this.publish({ type: 'response.output_audio_transcript.done', ...ref, transcript }, null);
+    this.publish({ type: 'response.content_part.done', ...ref, part: { type: 'audio', transcript } }, null);
+    const done: AssistantMessageItem = { ...item, status, content: [{ type: 'output_audio', transcript }] };
+    response.assistant = done;
+    this.publishItem('conversation.item.done', done, null);
+    this.publish({ type: 'response.output_item.done', response_id: response.id, output_index: 0, item: done }, null);
+    return done;
   }
 
   /** The turn failed (agent or provider error). */
@@ -666,11 +819,11 @@ export class RealtimeProtocol {
   private finishResponse(responseId: string, status: 'completed' | 'failed' | 'cancelled'): void {
     const response = this.current(responseId);
     if (!response) return;
-    this.active = null;
+    // A cancelled or failed reply's item is closed with what was captioned so far, then the response ends.
     let output = response.output;
-    if (status !== 'completed' && response.assistant) {
-      output = [{ ...response.assistant, status: 'incomplete' }];
-    }
+    if (status !== 'completed' && response.assistant?.status === 'in_progress')
+      output = [this.closeAssistant(response, 'incomplete', response.draft)];
+    this.active = null;
     const body: ResponseObject = { id: responseId, status, output };
     if (status !== 'completed' && this.pendingTool) {
       const pending = this.pendingTool;
@@ -680,6 +833,7 @@ export class RealtimeProtocol {
     }
     this.publish({ type: 'response.done', response: body }, null);
     if (status === 'cancelled' && response.audioPlaying) {
+      if (this.playing === responseId) this.playing = null;
       this.publish({ type: 'output_audio_buffer.cleared', response_id: responseId }, null);
     }
   }
@@ -703,22 +857,32 @@ export class RealtimeProtocol {
       arguments: args,
     };
     const done: FunctionCallItem = { ...item, status: 'completed' };
-    this.publish({ type: 'response.output_item.added', response_id: responseId, output_index: 0, item }, null);
-    this.publish({ type: 'conversation.item.added', previous_item_id: null, item }, null);
+    // What was said before the call is a complete message of this response, ahead of the call in its output.
+    const spoken =
+      response.assistant?.status === 'in_progress' ? [this.closeAssistant(response, 'completed', response.draft)] : [];
+    const outputIndex = spoken.length;
+    this.publish(
+      { type: 'response.output_item.added', response_id: responseId, output_index: outputIndex, item },
+      null,
+    );
+    this.publishItem('conversation.item.added', item, null);
     this.publish(
       {
         type: 'response.function_call_arguments.done',
         response_id: responseId,
         item_id: item.id,
-        output_index: 0,
+        output_index: outputIndex,
         call_id: callId,
         name,
         arguments: args,
       },
       null,
     );
-    this.publish({ type: 'conversation.item.done', previous_item_id: null, item: done }, null);
-    this.publish({ type: 'response.output_item.done', response_id: responseId, output_index: 0, item: done }, null);
+    this.publishItem('conversation.item.done', done, null);
+    this.publish(
+      { type: 'response.output_item.done', response_id: responseId, output_index: outputIndex, item: done },
+      null,
+    );
     return new Promise<ToolCallResult>((resolve, reject) => {
       const setTimer =
         this.options.setTimer ??
@@ -733,11 +897,14 @@ export class RealtimeProtocol {
         reject(new ToolCallError('tool_timeout'));
       }, this.options.toolTimeoutMs ?? 30_000);
       this.pendingTool = { callId, itemId: item.id, identity: response.identity, output: null, resolve, reject, timer };
-      response.output = [done];
+      response.output = [...spoken, done];
       // The response that asked for the tool is complete; the client resumes the turn with response.create.
       const pending = this.pendingTool;
       this.active = null;
-      this.publish({ type: 'response.done', response: { id: responseId, status: 'completed', output: [done] } }, null);
+      this.publish(
+        { type: 'response.done', response: { id: responseId, status: 'completed', output: response.output } },
+        null,
+      );
       this.pendingTool = pending;
     });
   }

@@ -17,8 +17,16 @@ const utf8Bytes = (text: string) => Buffer.byteLength(text, 'utf8');
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** How `session.update` (GA clients) reads tools, unlike call setup (CONTRACT.md §3, strict). */
+export interface ToolParsing {
+  /** Keys beyond type, name, description and parameters (e.g. `strict`) are dropped instead of refused. */
+  ignoreUnknownKeys?: boolean;
+  /** Tools of another type (hosted MCP servers) are left out instead of refused: the gateway cannot run them. */
+  onlyFunctions?: boolean;
+}
+
 /** Validates `session.tools`; the error text is what the client reads in the 400 body. */
-export function parseSessionTools(value: unknown): Parsed<SessionTool[]> {
+export function parseSessionTools(value: unknown, parsing: ToolParsing = {}): Parsed<SessionTool[]> {
   if (value === undefined || value === null) return { ok: true, value: [] };
   if (!Array.isArray(value)) return { ok: false, error: 'tools must be an array' };
   if (value.length > TOOL_LIMITS.maxTools) return { ok: false, error: `at most ${TOOL_LIMITS.maxTools} tools` };
@@ -29,8 +37,9 @@ export function parseSessionTools(value: unknown): Parsed<SessionTool[]> {
   for (const [index, tool] of value.entries()) {
     if (!isRecord(tool)) return { ok: false, error: `tools[${index}] must be an object` };
     const extra = Object.keys(tool).find((key) => !TOOL_KEYS.has(key));
-    if (extra)
+    if (extra && !parsing.ignoreUnknownKeys)
       return { ok: false, error: `tools[${index}] has an unsupported key ${JSON.stringify(extra).slice(0, 80)}` };
+    if (tool.type !== 'function' && parsing.onlyFunctions && typeof tool.type === 'string') continue;
     if (tool.type !== 'function') return { ok: false, error: `tools[${index}].type must be "function"` };
     const { name, description, parameters } = tool;
     if (typeof name !== 'string' || name.length > TOOL_LIMITS.maxNameChars || !TOOL_NAME.test(name))

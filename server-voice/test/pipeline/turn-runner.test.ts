@@ -187,7 +187,19 @@ describe('TurnRunner', () => {
     t.protocol.handleClientMessage('{"type":"response.create"}', 'c');
     await t.pump(() => t.events.filter((e) => e.type === 'response.done').length === 2);
     const dones = t.events.filter((e) => e.type === 'response.done');
-    expect(dones[0]).toMatchObject({ response: { id: 'resp_call_t_1', output: [{ type: 'function_call' }] } });
+    // What was said before the call is a completed message of that response, ahead of the call.
+    expect(dones[0]).toMatchObject({
+      response: {
+        id: 'resp_call_t_1',
+        output: [
+          { type: 'message', status: 'completed', content: [{ transcript: 'Let me look. ' }] },
+          { type: 'function_call', status: 'completed' },
+        ],
+      },
+    });
+    expect(t.events.find((e) => e.type === 'response.function_call_arguments.done')).toMatchObject({
+      output_index: 1,
+    });
     expect(dones[1]).toMatchObject({
       response: { id: 'resp_call_t_2', status: 'completed', output: [{ content: [{ transcript: 'It is noon.' }] }] },
     });
