@@ -43,9 +43,11 @@ const jsonLine =
     stream.write(`${JSON.stringify(line)}\n`);
   };
 
+/** Like the reference (console.log / console.warn / console.error): info on stdout, warnings and errors on stderr. */
 function defaultLog(): RelayLog {
-  const write = jsonLine(process.stderr);
-  return (level, msg, fields) => write({ level, msg, ...fields });
+  const info = jsonLine(process.stdout);
+  const problem = jsonLine(process.stderr);
+  return (level, message, fields) => (level === 'info' ? info : problem)({ level, message, ...fields });
 }
 
 /** A promise-chain mutex: the next holder starts when the previous one settles. */

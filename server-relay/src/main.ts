@@ -48,7 +48,7 @@ async function importOnBoot(config: RelayConfig): Promise<void> {
   try {
     if (await alreadyImported(db)) return;
     const summary = await importReferenceJson(db, config.dataPath);
-    console.error(JSON.stringify({ level: 'info', msg: 'imported reference store', ...summary }));
+    console.log(JSON.stringify({ level: 'info', message: 'imported reference store', ...summary }));
   } finally {
     await db.$disconnect();
   }
@@ -60,7 +60,18 @@ async function serve(): Promise<void> {
   const { buildApp } = await import('./app.js');
   const app = await buildApp(config);
   const address = await app.listen({ host: config.host, port: config.port });
-  console.error(JSON.stringify({ level: 'info', msg: 'relay listening', address }));
+  const bound = app.server.address();
+  // The reference's start line, which deployments wait on; `address` is added.
+  console.log(
+    JSON.stringify({
+      level: 'info',
+      message: 'Conduit push relay listening',
+      host: config.host,
+      port: typeof bound === 'object' && bound !== null ? bound.port : config.port,
+      public_url: config.publicUrl,
+      address,
+    }),
+  );
   let stopping = false;
   // Closing the app flushes the deferred last-seen / plugin-version writes before the process ends.
   const stop = () => {

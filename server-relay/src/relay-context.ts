@@ -13,8 +13,12 @@ import type { GatewayRecord, InstallationRecord } from './store/records.js';
 import type { RelayStore } from './store/relay-store.js';
 import type { UnpairedExpiry } from './store/unpaired-expiry.js';
 
-/** Operational log lines (never a secret, token or payload). */
-export type RelayLog = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+/**
+ * Operational log lines (never a secret, token or payload), written as the reference writes them:
+ * one JSON object `{level, message, ...fields}` per line. Operators alert on these texts and fields,
+ * so a line the reference has keeps its `message` and field names; extra fields may be added.
+ */
+export type RelayLog = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 
 /** Everything a route family needs, built once per app by buildApp. */
 export interface RelayContext {

@@ -85,7 +85,7 @@ describe.each(STORE_KINDS)('unpaired installations expire on %s', (kind) => {
       body: { type: 'response.ready', event_id: 'evt-still-paired' },
     });
     expect(event.response.status).toBe(202);
-    expect(relay.logs).toContainEqual({ level: 'info', msg: 'expired unpaired installations', count: 3 });
+    expect(relay.logs).toContainEqual({ level: 'info', message: 'expired unpaired installations', count: 3 });
 
     // The operator sees the removals; the existing fields keep their meaning.
     const status = await runRelayAsync(['storage:status'], {

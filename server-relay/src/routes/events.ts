@@ -14,6 +14,7 @@ import { FIXED_LIMITS } from '../limits.js';
 import { authenticateGateway, limit, type AuthenticatedGateway, type RelayContext } from '../relay-context.js';
 import { readJson } from '../http/read-json.js';
 import { assertDecisionCapacity } from './decision-capacity.js';
+import { sendVoipPush } from '../delivery/voip-push.js';
 
 /** APNs answers that mean the device token is gone for good. */
 export function tokenIsGone(result: ApnsResult): boolean {
@@ -117,7 +118,8 @@ async function sendPush(
       target.field === 'deviceToken' ? installation.deviceToken : target.token,
       notification,
     );
-  } catch {
+  } catch (error) {
+    context.log('error', 'apns send threw', { error: error instanceof Error ? error.message : String(error) });
     await onUndeliverable();
     throw new WireError(502, 'apns_unreachable');
   }
@@ -269,21 +271,7 @@ async function ringCall(context: RelayContext, auth: AuthenticatedGateway, event
     ...(ring ? { ring } : {}),
   });
   if (!push) return false;
-  let result: ApnsResult;
-  try {
-    result = await context.apns.send(phoneToken, push);
-  } catch {
-    context.log('warn', 'voip push failed; falling back to alert', { installation: installation.id });
-    return false;
-  }
-  if (!result.ok) {
-    if (tokenIsGone(result) || result.reason === 'DeviceTokenNotForTopic') {
-      await context.store.clearTokenIfUnchanged(installation.id, 'voipToken', phoneToken);
-    }
-    context.log('warn', 'voip push refused; falling back to alert', {
-      installation: installation.id,
-      reason: result.reason,
-    });
+  if (!(await sendVoipPush(context, { installationId: installation.id, device: 'phone', token: phoneToken }, push))) {
     return false;
   }
   const watchToken = installation.watchVoipToken;
@@ -296,38 +284,12 @@ async function ringCall(context: RelayContext, auth: AuthenticatedGateway, event
       phoneToken,
       watchToken,
     });
-    await ringWatch(context, installation.id, watchToken, { ...push, topic: `${context.config.apnsWatchTopic}.voip` });
+    // The Watch push rides on the phone's: sent only once APNs took the phone's, never fails the event.
+    await sendVoipPush(
+      context,
+      { installationId: installation.id, device: 'watch', token: watchToken },
+      { ...push, topic: `${context.config.apnsWatchTopic}.voip` },
+    );
   }
   return true;
-}
-
-/** The Watch push rides on the phone's: sent only once APNs took the phone's, never fails the event. */
-async function ringWatch(
-  context: RelayContext,
-  installationId: string,
-  watchToken: string,
-  push: Parameters<RelayContext['apns']['send']>[1],
-): Promise<void> {
-  let result: ApnsResult;
-  try {
-    result = await context.apns.send(watchToken, push);
-  } catch {
-    context.log('warn', 'watch voip push failed', { installation: installationId });
-    return;
-  }
-  if (result.ok) {
-    context.log('info', 'watch voip sent', { installation: installationId });
-    return;
-  }
-  // Operator misconfiguration, not a dead token: keep it and say what to fix.
-  if (result.reason === 'DeviceTokenNotForTopic') {
-    context.log('warn', 'watch voip refused: check APNS_WATCH_TOPIC', { installation: installationId });
-    return;
-  }
-  if (result.reason === 'TopicDisallowed') {
-    context.log('warn', 'watch voip refused: apns key not allowed for this topic', { installation: installationId });
-    return;
-  }
-  if (tokenIsGone(result)) await context.store.clearTokenIfUnchanged(installationId, 'watchVoipToken', watchToken);
-  context.log('warn', 'watch voip refused', { installation: installationId, reason: result.reason });
 }

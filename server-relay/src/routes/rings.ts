@@ -7,6 +7,7 @@ import type { Ring } from '../ephemeral/rings.js';
 import { FIXED_LIMITS } from '../limits.js';
 import { ipOf, limit, type RelayContext } from '../relay-context.js';
 import { readJson } from '../http/read-json.js';
+import { sendVoipPush } from '../delivery/voip-push.js';
 
 const RING_ID = /^[A-Za-z0-9_-]{22}$/;
 const RING_TOKEN = /^[A-Za-z0-9_-]{43}$/;
@@ -61,11 +62,12 @@ export function ringRoutes(app: FastifyInstance, context: RelayContext): void {
         otherTopic,
         context.now(),
       );
-      try {
-        await context.apns.send(otherToken, push);
-      } catch {
-        // Not retried: the other device rings out on its own.
-      }
+      // Not retried: the other device rings out on its own.
+      await sendVoipPush(
+        context,
+        { installationId: ring.installationId, device: by === 'phone' ? 'watch' : 'phone', token: otherToken },
+        push,
+      );
       // The seed: `notified` says the other device has a PushKit token, so a stop push went to it,
       // not that APNs accepted it.
       notified = true;

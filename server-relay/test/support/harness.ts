@@ -75,7 +75,7 @@ export async function startRelay(databaseUrl: string, env: Record<string, string
     store,
     apns,
     now: clock.now,
-    log: (level, msg, fields) => logs.push({ level, msg, ...fields }),
+    log: (level, message, fields) => logs.push({ level, message, ...fields }),
     accessLog: (line) => {
       accessLog.push(line);
       for (const waiter of accessWaiters.filter((w) => w.match(line))) {
