@@ -367,6 +367,19 @@ export class RealtimeProtocol {
       return;
     }
     const { change } = parsed;
+    const kept = { ...this.kept, ...change.kept };
+    // The session is answered in one event with instructions and tools (64 KiB each at most): what is kept
+    // for the client gets the same bound, so the answer always fits in 256 KiB.
+    if (utf8Bytes(JSON.stringify(kept)) > MAX_TEXT_BYTES) {
+      this.error(
+        identity,
+        'invalid_session',
+        'Kept session fields must be at most 64 KiB of JSON.',
+        'session',
+        eventId,
+      );
+      return;
+    }
     if (change.instructions !== undefined) this.instructions = change.instructions;
     let toolChoice = change.toolChoice ?? this.toolChoice;
     if (change.tools !== undefined) {
@@ -374,7 +387,7 @@ export class RealtimeProtocol {
       // A choice that named a tool the new list lacks (or required tools that are gone) falls back to auto.
       if (change.toolChoice === undefined && !parseToolChoice(toolChoice, this.tools).ok) toolChoice = 'auto';
     }
-    Object.assign(this.kept, change.kept);
+    this.kept = kept;
     const choiceChanged = JSON.stringify(toolChoice) !== JSON.stringify(this.toolChoice);
     this.toolChoice = toolChoice;
     if (choiceChanged) this.options.callbacks.onToolChoiceUpdated?.(toolChoice);

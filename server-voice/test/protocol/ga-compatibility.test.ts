@@ -146,6 +146,18 @@ describe('session.update with a full GA session (item 12)', () => {
     expect(h.protocol.currentInstructions).toBe('');
     expect(h.protocol.sessionTools).toEqual([]);
   });
+
+  it('bounds what it keeps (64 KiB of JSON), so session.updated always fits in one event', () => {
+    const h = harness();
+    h.send({ type: 'session.update', session: { type: 'realtime', tracing: 'auto' } });
+    h.send({ type: 'session.update', session: { type: 'realtime', padding: 'x'.repeat(70 * 1024) } });
+    expect(h.events().map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual([
+      'session.updated',
+      'invalid_session',
+    ]);
+    expect(h.protocol.isClosed).toBe(false);
+    expect(h.protocol.snapshot()).not.toHaveProperty('padding');
+  });
 });
 
 describe('server events against the GA schemas (item 13)', () => {
