@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import { BridgeSocket } from './bridge-socket.js';
 import type { Grant } from './grants.js';
-import { CloseCode } from './ws-frames.js';
+import { CloseCode, CloseReason } from './ws-frames.js';
 
 /** The relay's notices to the host: binary [0x00, 0x01] Watch connected, [0x00, 0x02] Watch gone. */
 export const WATCH_CONNECTED = Buffer.from([0x00, 0x01]);
@@ -44,13 +44,16 @@ export class AudioBridges {
     return total < this.limits.maxBridges && own < this.limits.maxBridgesPerGateway;
   }
 
-  /** Attaches the host; an earlier host socket is closed 4000 and a connected Watch 4503 (its peer changed). */
+  /**
+   * Attaches the host; an earlier host socket is closed 4000 `replaced` and a connected Watch 4503
+   * `host_reconnected`: the host's provider session went with its old socket, so the Watch must rejoin.
+   */
   attachHost(grant: Grant, socket: Duplex, head: Buffer): BridgeSocket {
     const bridge = this.bridgeOf(grant);
     const previous = bridge.host;
     bridge.host = undefined;
-    previous?.close(CloseCode.replaced);
-    bridge.watch?.close(CloseCode.hostUnavailable);
+    previous?.close(CloseCode.replaced, CloseReason.replaced);
+    bridge.watch?.close(CloseCode.hostUnavailable, CloseReason.hostReconnected);
     const host: BridgeSocket = new BridgeSocket(socket, {
       idleMs: this.limits.idleMs,
       now: this.now,
@@ -59,7 +62,7 @@ export class AudioBridges {
         if (bridge.host !== host) return;
         bridge.host = undefined;
         // Without a host the Watch has nobody to talk to.
-        bridge.watch?.close(CloseCode.hostUnavailable);
+        bridge.watch?.close(CloseCode.hostUnavailable, CloseReason.hostOffline);
         this.forgetIfEmpty(bridge);
       },
     });
@@ -70,12 +73,25 @@ export class AudioBridges {
     return host;
   }
 
-  /** Attaches the Watch; without a host it is closed 4503 at once. An earlier Watch socket is closed 4000. */
+  /**
+   * Attaches the Watch; without a host it is closed 4503 `host_offline` at once. An earlier Watch
+   * socket is closed 4000 `replaced`, and the host hears it as the reference tells it: Watch gone
+   * ([0x00, 0x02]) for the old one, then Watch connected ([0x00, 0x01]) for the new one, so a host
+   * that tears down its per-Watch state on "gone" starts fresh for the newcomer.
+   */
   attachWatch(grant: Grant, socket: Duplex, head: Buffer): BridgeSocket {
     const bridge = this.bridgeOf(grant);
     const previous = bridge.watch;
-    bridge.watch = undefined;
-    previous?.close(CloseCode.replaced);
+    if (previous) {
+      // Detached first, so its own onGone (which only speaks for the bridge's current Watch) stays quiet.
+      bridge.watch = undefined;
+      previous.close(CloseCode.replaced, CloseReason.replaced);
+      if (bridge.host) {
+        // The old Watch may have been holding the host paused (backpressure); it no longer does.
+        bridge.host.resume();
+        bridge.host.send(WATCH_GONE);
+      }
+    }
     const watch: BridgeSocket = new BridgeSocket(socket, {
       idleMs: this.limits.idleMs,
       now: this.now,
@@ -89,7 +105,7 @@ export class AudioBridges {
       },
     });
     if (!bridge.host) {
-      watch.close(CloseCode.hostUnavailable);
+      watch.close(CloseCode.hostUnavailable, CloseReason.hostOffline);
       this.forgetIfEmpty(bridge);
       return watch;
     }
@@ -104,16 +120,16 @@ export class AudioBridges {
     const bridge = this.bridges.get(grant.id);
     if (!bridge) return;
     this.bridges.delete(grant.id);
-    bridge.watch?.close(CloseCode.grantClosed);
-    bridge.host?.close(CloseCode.grantClosed);
+    bridge.watch?.close(CloseCode.grantClosed, CloseReason.grantClosed);
+    bridge.host?.close(CloseCode.grantClosed, CloseReason.grantClosed);
   }
 
   /** Relay shutdown: every socket gets 1001. */
   closeAll(): void {
     for (const bridge of [...this.bridges.values()]) {
       this.bridges.delete(bridge.grant.id);
-      bridge.watch?.close(CloseCode.goingAway);
-      bridge.host?.close(CloseCode.goingAway);
+      bridge.watch?.close(CloseCode.goingAway, CloseReason.goingAway);
+      bridge.host?.close(CloseCode.goingAway, CloseReason.goingAway);
     }
   }
 

@@ -1,6 +1,6 @@
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { CloseCode, closePayload, frameHeader, FrameReader, Opcode } from './ws-frames.js';
+import { CloseCode, closePayload, CloseReason, frameHeader, FrameReader, Opcode } from './ws-frames.js';
 
 /** Per-socket inbound rate: 96 KB/s averaged over 5 s (API.md §5). */
 export const RATE_BYTES_PER_S = 96 * 1024;
@@ -32,6 +32,8 @@ export class BridgeSocket {
   private readonly rateBuckets = new Map<number, number>();
   /** The close code this end was (or is being) closed with by the relay, for tests and logs. */
   closeCode: number | undefined;
+  /** The reason text sent with it. */
+  closeReason: string | undefined;
 
   constructor(
     private readonly socket: Duplex,
@@ -77,13 +79,14 @@ export class BridgeSocket {
     if (this.open) this.socket.resume();
   }
 
-  /** Sends a close frame with `code` and ends the connection. Idempotent. */
-  close(code: number): void {
+  /** Sends a close frame with `code` and the reference's `reason` text, and ends the connection. Idempotent. */
+  close(code: number, reason: CloseReason): void {
     if (!this.open) return;
     this.closing = true;
     this.closeCode = code;
+    this.closeReason = reason;
     this.clearIdle();
-    const payload = closePayload(code);
+    const payload = closePayload(code, reason);
     this.socket.write(Buffer.concat([frameHeader(Opcode.close, payload.length), payload]));
     this.socket.end();
     setTimeout(() => this.socket.destroy(), CLOSE_GRACE_MS).unref();
@@ -97,12 +100,13 @@ export class BridgeSocket {
       this.touch();
       switch (event.kind) {
         case 'violation':
-          this.close(event.code);
+          this.close(event.code, event.reason);
           return;
         case 'close':
           // Echo a valid application code, else a normal close.
           this.close(
             event.code !== undefined && event.code >= 1000 && event.code < 5000 ? event.code : CloseCode.normal,
+            CloseReason.echo,
           );
           return;
         case 'ping':
@@ -113,11 +117,11 @@ export class BridgeSocket {
         case 'binary':
           // The first byte 0 is reserved for the relay's own notices; an empty message has none.
           if (event.payload.length === 0 || event.payload[0] === 0) {
-            this.close(CloseCode.protocolError);
+            this.close(CloseCode.protocolError, CloseReason.reservedType);
             return;
           }
           if (this.overRate(event.payload.length)) {
-            this.close(CloseCode.rateExceeded);
+            this.close(CloseCode.rateExceeded, CloseReason.tooFast);
             return;
           }
           this.options.onMessage(event.payload);
@@ -139,7 +143,7 @@ export class BridgeSocket {
 
   private touch(): void {
     this.clearIdle();
-    this.idleTimer = setTimeout(() => this.close(CloseCode.idle), this.options.idleMs);
+    this.idleTimer = setTimeout(() => this.close(CloseCode.idle, CloseReason.idle), this.options.idleMs);
     this.idleTimer.unref();
   }
 

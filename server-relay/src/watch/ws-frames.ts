@@ -22,12 +22,35 @@ export const CloseCode = {
   hostUnavailable: 4503,
 } as const;
 
+/**
+ * The reason text of every close the relay sends, as the reference words it (clients and their logs
+ * see it beside the code). A client's own close is echoed with an empty reason, as the reference does.
+ */
+export const CloseReason = {
+  replaced: 'replaced',
+  grantClosed: 'grant_closed',
+  hostOffline: 'host_offline',
+  hostReconnected: 'host_reconnected',
+  idle: 'idle',
+  tooFast: 'too_fast',
+  goingAway: 'going_away',
+  reservedType: 'reserved_type',
+  unsupported: 'unsupported',
+  fragmented: 'fragmented',
+  rsv: 'rsv',
+  unmasked: 'unmasked',
+  controlTooBig: 'control_too_big',
+  tooBig: 'too_big',
+  echo: '',
+} as const;
+export type CloseReason = (typeof CloseReason)[keyof typeof CloseReason];
+
 export type FrameEvent =
   | { kind: 'binary'; payload: Buffer }
   | { kind: 'ping'; payload: Buffer }
   | { kind: 'pong' }
   | { kind: 'close'; code: number | undefined }
-  | { kind: 'violation'; code: number };
+  | { kind: 'violation'; code: number; reason: CloseReason };
 
 const OP_CONTINUATION = 0x0;
 const OP_TEXT = 0x1;
@@ -84,19 +107,22 @@ export class FrameReader {
     const masked = (b1 & 0x80) !== 0;
     let length = b1 & 0x7f;
     // No extension is negotiated, so any RSV bit is a protocol error; clients must mask (RFC 6455 §5.1).
-    if (rsv !== 0 || !masked) return { kind: 'violation', code: CloseCode.protocolError };
+    if (rsv !== 0) return violation(CloseCode.protocolError, CloseReason.rsv);
+    if (!masked) return violation(CloseCode.protocolError, CloseReason.unmasked);
     const control = opcode >= 0x8;
     if (control) {
       if (opcode !== OP_CLOSE && opcode !== OP_PING && opcode !== OP_PONG) {
-        return { kind: 'violation', code: CloseCode.protocolError };
+        return violation(CloseCode.protocolError, CloseReason.unsupported);
       }
-      if (!fin || length > MAX_CONTROL_BYTES) return { kind: 'violation', code: CloseCode.protocolError };
+      if (!fin) return violation(CloseCode.protocolError, CloseReason.fragmented);
+      if (length > MAX_CONTROL_BYTES) return violation(CloseCode.protocolError, CloseReason.controlTooBig);
     } else {
       if (opcode !== OP_CONTINUATION && opcode !== OP_TEXT && opcode !== OP_BINARY) {
-        return { kind: 'violation', code: CloseCode.protocolError };
+        return violation(CloseCode.protocolError, CloseReason.unsupported);
       }
       // Text and fragmented messages are data the bridge does not carry.
-      if (opcode !== OP_BINARY || !fin) return { kind: 'violation', code: CloseCode.unsupportedData };
+      if (!fin) return violation(CloseCode.unsupportedData, CloseReason.fragmented);
+      if (opcode !== OP_BINARY) return violation(CloseCode.unsupportedData, CloseReason.unsupported);
     }
     let offset = 2;
     if (length === 126) {
@@ -111,7 +137,7 @@ export class FrameReader {
       length = high !== 0 ? Number.MAX_SAFE_INTEGER : low;
       offset = 10;
     }
-    if (length > MAX_MESSAGE_BYTES) return { kind: 'violation', code: CloseCode.tooBig };
+    if (length > MAX_MESSAGE_BYTES) return violation(CloseCode.tooBig, CloseReason.tooBig);
     if (buf.length < offset + 4 + length) return this.need(offset + 4 + length);
     // Unmasked in place: the socket's chunks (and our concatenations) belong to this reader alone, so
     // the payload is a view, not a copy — fewer young-generation collections on a busy bridge.
@@ -168,9 +194,15 @@ export function frameHeader(opcode: number, length: number): Buffer {
 
 export const Opcode = { binary: OP_BINARY, close: OP_CLOSE, ping: OP_PING, pong: OP_PONG } as const;
 
-/** A close frame's payload: the code, big-endian. */
-export function closePayload(code: number): Buffer {
-  const payload = Buffer.alloc(2);
+function violation(code: number, reason: CloseReason): FrameEvent {
+  return { kind: 'violation', code, reason };
+}
+
+/** A close frame's payload: the code, big-endian, then the reason text (UTF-8, at most 123 bytes). */
+export function closePayload(code: number, reason: string): Buffer {
+  const text = Buffer.from(reason, 'utf8').subarray(0, 123);
+  const payload = Buffer.alloc(2 + text.length);
   payload.writeUInt16BE(code, 0);
+  text.copy(payload, 2);
   return payload;
 }

@@ -152,7 +152,7 @@ describe('the bridge', () => {
   it('a Watch without a host is closed 4503 right after the 101', async () => {
     const { watchUrl, key } = await setup();
     const watch = await open(watchUrl, key.authorization);
-    expect((await watch.closed).code).toBe(4503);
+    expect(await watch.closed).toEqual({ code: 4503, reason: 'host_offline' });
   });
 
   it('notifies the host, and carries random binary messages untouched both ways', async () => {
@@ -170,7 +170,8 @@ describe('the bridge', () => {
     expect(host.messages.slice(1).map(digest)).toEqual(up.map(digest));
     expect(watch.messages.map(digest)).toEqual(down.map(digest));
     watch.ws.close(1000);
-    expect((await watch.closed).code).toBe(1000);
+    // The client's own close is echoed with an empty reason, as the reference does.
+    expect(await watch.closed).toEqual({ code: 1000, reason: '' });
     await vi.waitFor(() => expect(host.messages).toHaveLength(2 + up.length));
     expect(host.messages.at(-1)).toEqual(Buffer.from([0, 2]));
     host.ws.close();
@@ -187,24 +188,25 @@ describe('the bridge', () => {
     client.socket.destroy();
   });
 
+  // Each close carries the reference's reason text beside the code (watch-audio.mjs).
   it.each([
-    ['a text message', 1003, (c: RawClient) => c.frame(0x1, Buffer.from('hi'))],
-    ['a fragmented message', 1003, (c: RawClient) => c.frame(0x2, Buffer.from([1, 2]), { fin: false })],
-    ['a continuation frame', 1003, (c: RawClient) => c.frame(0x0, Buffer.from([1, 2]))],
-    ['an unmasked frame', 1002, (c: RawClient) => c.frame(0x2, Buffer.from([1, 2]), { masked: false })],
-    ['an RSV bit', 1002, (c: RawClient) => c.frame(0x2, Buffer.from([1, 2]), { rsv: 4 })],
-    ['an unknown opcode', 1002, (c: RawClient) => c.frame(0x3, Buffer.from([1]))],
-    ['a ping over 125 bytes', 1002, (c: RawClient) => c.frame(0x9, Buffer.alloc(126, 1))],
-    ['a message starting with 0x00', 1002, (c: RawClient) => c.frame(0x2, Buffer.from([0, 1, 2]))],
-    ['an empty message', 1002, (c: RawClient) => c.frame(0x2, Buffer.alloc(0))],
-    ['a message over 64 KB', 1009, (c: RawClient) => c.frame(0x2, Buffer.alloc(65_537, 1))],
-  ])('closes a Watch sending %s with %i', async (_name, code, send) => {
+    ['a text message', 1003, 'unsupported', (c: RawClient) => c.frame(0x1, Buffer.from('hi'))],
+    ['a fragmented message', 1003, 'fragmented', (c: RawClient) => c.frame(0x2, Buffer.from([1, 2]), { fin: false })],
+    ['a continuation frame', 1003, 'unsupported', (c: RawClient) => c.frame(0x0, Buffer.from([1, 2]))],
+    ['an unmasked frame', 1002, 'unmasked', (c: RawClient) => c.frame(0x2, Buffer.from([1, 2]), { masked: false })],
+    ['an RSV bit', 1002, 'rsv', (c: RawClient) => c.frame(0x2, Buffer.from([1, 2]), { rsv: 4 })],
+    ['an unknown opcode', 1002, 'unsupported', (c: RawClient) => c.frame(0x3, Buffer.from([1]))],
+    ['a ping over 125 bytes', 1002, 'control_too_big', (c: RawClient) => c.frame(0x9, Buffer.alloc(126, 1))],
+    ['a message starting with 0x00', 1002, 'reserved_type', (c: RawClient) => c.frame(0x2, Buffer.from([0, 1, 2]))],
+    ['an empty message', 1002, 'reserved_type', (c: RawClient) => c.frame(0x2, Buffer.alloc(0))],
+    ['a message over 64 KB', 1009, 'too_big', (c: RawClient) => c.frame(0x2, Buffer.alloc(65_537, 1))],
+  ])('closes a Watch sending %s with %i %s', async (_name, code, reason, send) => {
     const { port, gid, key, hostUrl, gateway } = await setup();
     const host = await open(hostUrl, gateway.authorization);
     const client = await RawClient.connect(port, `/v1/watch-audio/${gid}/watch`, { Authorization: key.authorization });
     expect(client.status.split('\r\n')[0]).toBe('HTTP/1.1 101 Switching Protocols');
     send(client);
-    expect(await client.closeCode()).toBe(code);
+    expect(await client.closeFrame()).toEqual({ code, reason });
     // The host hears the Watch is gone, and nothing of the bad message.
     await vi.waitFor(() => expect(host.messages).toEqual([Buffer.from([0, 1]), Buffer.from([0, 2])]));
     host.ws.close();
@@ -215,8 +217,8 @@ describe('the bridge', () => {
     const host = await open(hostUrl, gateway.authorization);
     const watch = await open(watchUrl, key.authorization);
     host.ws.send('text');
-    expect((await host.closed).code).toBe(1003);
-    expect((await watch.closed).code).toBe(4503);
+    expect(await host.closed).toEqual({ code: 1003, reason: 'unsupported' });
+    expect(await watch.closed).toEqual({ code: 4503, reason: 'host_offline' });
   });
 
   it('closes a socket over 96 KB/s averaged over 5 s with 4429', async () => {
@@ -229,7 +231,7 @@ describe('the bridge', () => {
     // Five seconds later the window still holds them; 64 KB more crosses 480 KB.
     relay.clock.now += 4_000;
     watch.ws.send(audioMessage(65_536));
-    expect((await watch.closed).code).toBe(4429);
+    expect(await watch.closed).toEqual({ code: 4429, reason: 'too_fast' });
     // Nothing of the message over the limit reached the host; it hears the Watch is gone.
     await vi.waitFor(() => expect(host.messages).toHaveLength(9));
     expect(host.messages.at(-1)).toEqual(Buffer.from([0, 2]));
@@ -253,19 +255,39 @@ describe('the bridge', () => {
   it('closes a socket idle for WATCH_AUDIO_IDLE_MS with 4408', async () => {
     const { hostUrl, gateway } = await setup({ audioIdleMs: 150 });
     const host = await open(hostUrl, gateway.authorization);
-    expect((await host.closed).code).toBe(4408);
+    expect(await host.closed).toEqual({ code: 4408, reason: 'idle' });
   });
 
-  it('a new host replaces the old (4000) and the Watch is told 4503; a new Watch replaces the old (4000)', async () => {
+  it('a new Watch replaces the old: the host hears Watch gone [0,2], then Watch connected [0,1]; the old one gets 4000 replaced', async () => {
     const { hostUrl, watchUrl, key, gateway } = await setup();
     const host = await open(hostUrl, gateway.authorization);
     const watch = await open(watchUrl, key.authorization);
+    await vi.waitFor(() => expect(host.messages).toEqual([Buffer.from([0, 1])]));
     const watch2 = await open(watchUrl, key.authorization);
-    expect((await watch.closed).code).toBe(4000);
-    await vi.waitFor(() => expect(host.messages.at(-1)).toEqual(Buffer.from([0, 1])));
+    expect(await watch.closed).toEqual({ code: 4000, reason: 'replaced' });
+    await vi.waitFor(() => expect(host.messages).toHaveLength(3));
+    expect(host.messages).toEqual([Buffer.from([0, 1]), Buffer.from([0, 2]), Buffer.from([0, 1])]);
+    // The newcomer is the bridge's Watch: the host's audio reaches it.
+    host.ws.send(Buffer.from([7, 7]));
+    await vi.waitFor(() => expect(watch2.messages).toEqual([Buffer.from([7, 7])]));
+    watch2.ws.close();
+    host.ws.close();
+  });
+
+  it('a new host replaces the old (4000 replaced) and the Watch is told 4503 host_reconnected', async () => {
+    const { hostUrl, watchUrl, key, gateway } = await setup();
+    const host = await open(hostUrl, gateway.authorization);
+    const watch = await open(watchUrl, key.authorization);
+    await vi.waitFor(() => expect(host.messages).toEqual([Buffer.from([0, 1])]));
     const host2 = await open(hostUrl, gateway.authorization);
-    expect((await host.closed).code).toBe(4000);
-    expect((await watch2.closed).code).toBe(4503);
+    expect(await host.closed).toEqual({ code: 4000, reason: 'replaced' });
+    expect(await watch.closed).toEqual({ code: 4503, reason: 'host_reconnected' });
+    // The old Watch's leaving is not announced to the new host (it never had that Watch): the first
+    // thing it hears is the next Watch arriving.
+    const watch2 = await open(watchUrl, key.authorization);
+    await vi.waitFor(() => expect(host2.messages).toHaveLength(1));
+    expect(host2.messages).toEqual([Buffer.from([0, 1])]);
+    watch2.ws.close();
     host2.ws.close();
   });
 
@@ -274,7 +296,7 @@ describe('the bridge', () => {
     const host = await open(hostUrl, gateway.authorization);
     const watch = await open(watchUrl, key.authorization);
     host.ws.terminate();
-    expect((await watch.closed).code).toBe(4503);
+    expect(await watch.closed).toEqual({ code: 4503, reason: 'host_offline' });
   });
 
   it('closing the grant closes both ends with 4010', async () => {
@@ -285,8 +307,8 @@ describe('the bridge', () => {
       params: { path: { gid } },
       headers: { authorization: key.authorization },
     });
-    expect((await host.closed).code).toBe(4010);
-    expect((await watch.closed).code).toBe(4010);
+    expect(await host.closed).toEqual({ code: 4010, reason: 'grant_closed' });
+    expect(await watch.closed).toEqual({ code: 4010, reason: 'grant_closed' });
   });
 
   it('relay shutdown closes both ends with 1001', async () => {
@@ -294,8 +316,8 @@ describe('the bridge', () => {
     const host = await open(hostUrl, gateway.authorization);
     const watch = await open(watchUrl, key.authorization);
     await relay.app.close();
-    expect((await host.closed).code).toBe(1001);
-    expect((await watch.closed).code).toBe(1001);
+    expect(await host.closed).toEqual({ code: 1001, reason: 'going_away' });
+    expect(await watch.closed).toEqual({ code: 1001, reason: 'going_away' });
     relay = { ...relay, close: () => Promise.resolve() };
   });
 

@@ -227,40 +227,57 @@ describe('the Watch features in a real relay process', () => {
     });
   });
 
-  it('closes with every bridge code: 4503, 4000, 1002, 1003, 1009, 4429, 4010, 4408', async () => {
+  it('closes with every bridge code and the reference reason: 4503, 4000, 1002, 1003, 1009, 4429, 4010, 4408', async () => {
     const { gid, watch } = await grant(true);
     const ws = `ws://127.0.0.1:${port}/v1/watch-audio/${gid}`;
     const alone = await open(`${ws}/watch`, watch.authorization);
-    expect((await alone.closed).code).toBe(4503);
+    expect(await alone.closed).toEqual({ code: 4503, reason: 'host_offline' });
     const host = await open(`${ws}/host`, gateway.authorization);
-    const violations: [number, (c: RawClient) => void][] = [
-      [1002, (c) => c.frame(0x2, Buffer.from([0, 1]))],
-      [1002, (c) => c.frame(0x2, Buffer.from([1]), { masked: false })],
-      [1003, (c) => c.frame(0x1, Buffer.from('text'))],
-      [1003, (c) => c.frame(0x2, Buffer.from([1]), { fin: false })],
-      [1009, (c) => c.frame(0x2, Buffer.alloc(65_537, 1))],
+    const violations: [number, string, (c: RawClient) => void][] = [
+      [1002, 'reserved_type', (c) => c.frame(0x2, Buffer.from([0, 1]))],
+      [1002, 'unmasked', (c) => c.frame(0x2, Buffer.from([1]), { masked: false })],
+      [1003, 'unsupported', (c) => c.frame(0x1, Buffer.from('text'))],
+      [1003, 'fragmented', (c) => c.frame(0x2, Buffer.from([1]), { fin: false })],
+      [1009, 'too_big', (c) => c.frame(0x2, Buffer.alloc(65_537, 1))],
     ];
-    for (const [code, send] of violations) {
+    for (const [code, reason, send] of violations) {
       const client = await RawClient.connect(port, `/v1/watch-audio/${gid}/watch`, {
         Authorization: watch.authorization,
       });
       send(client);
-      expect(await client.closeCode()).toBe(code);
+      expect(await client.closeFrame()).toEqual({ code, reason });
     }
     const first = await open(`${ws}/watch`, watch.authorization);
     const second = await open(`${ws}/watch`, watch.authorization);
-    expect((await first.closed).code).toBe(4000);
+    expect(await first.closed).toEqual({ code: 4000, reason: 'replaced' });
     for (let i = 0; i < 8; i += 1) second.ws.send(audioMessage(65_536));
-    expect((await second.closed).code).toBe(4429);
+    expect(await second.closed).toEqual({ code: 4429, reason: 'too_fast' });
     const idle = await grant(true);
     const idleHost = await open(`ws://127.0.0.1:${port}/v1/watch-audio/${idle.gid}/host`, gateway.authorization);
     await relay.DELETE('/v1/watch-tools/grants/{gid}', {
       params: { path: { gid } },
       headers: { authorization: gateway.authorization },
     });
-    expect((await host.closed).code).toBe(4010);
+    expect(await host.closed).toEqual({ code: 4010, reason: 'grant_closed' });
     // WATCH_AUDIO_IDLE_MS is 5,000 in this process.
-    expect((await idleHost.closed).code).toBe(4408);
+    expect(await idleHost.closed).toEqual({ code: 4408, reason: 'idle' });
+  });
+
+  it('a newer Watch replaces the older: the host hears [0,2] then [0,1]; the older gets 4000 replaced', async () => {
+    const { gid, watch } = await grant(true);
+    const ws = `ws://127.0.0.1:${port}/v1/watch-audio/${gid}`;
+    const host = await open(`${ws}/host`, gateway.authorization);
+    const older = await open(`${ws}/watch`, watch.authorization);
+    await vi.waitFor(() => expect(host.messages).toHaveLength(1));
+    const newer = await open(`${ws}/watch`, watch.authorization);
+    expect(await older.closed).toEqual({ code: 4000, reason: 'replaced' });
+    await vi.waitFor(() => expect(host.messages).toHaveLength(3));
+    expect(host.messages).toEqual([Buffer.from([0, 1]), Buffer.from([0, 2]), Buffer.from([0, 1])]);
+    // A host reconnecting replaces its old socket and sends the Watch away to rejoin.
+    const host2 = await open(`${ws}/host`, gateway.authorization);
+    expect(await host.closed).toEqual({ code: 4000, reason: 'replaced' });
+    expect(await newer.closed).toEqual({ code: 4503, reason: 'host_reconnected' });
+    host2.ws.close();
   });
 
   it('forgets a Live Activity on DELETE', async () => {
@@ -288,8 +305,8 @@ describe('the Watch features in a real relay process', () => {
     const wrist = await open(`${ws}/watch`, watch.authorization);
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     child.kill('SIGTERM');
-    expect((await host.closed).code).toBe(1001);
-    expect((await wrist.closed).code).toBe(1001);
+    expect(await host.closed).toEqual({ code: 1001, reason: 'going_away' });
+    expect(await wrist.closed).toEqual({ code: 1001, reason: 'going_away' });
     expect(await exited).toBe(0);
   });
 });

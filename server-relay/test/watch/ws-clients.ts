@@ -126,6 +126,11 @@ export class RawClient {
 
   /** Resolves with the close code of the relay's close frame (waits for the connection to end). */
   async closeCode(): Promise<number | undefined> {
+    return (await this.closeFrame())?.code;
+  }
+
+  /** Resolves with the code and reason text of the relay's close frame (waits for the connection to end). */
+  async closeFrame(): Promise<{ code: number; reason: string } | undefined> {
     if (!this.socket.closed) await new Promise<void>((resolve) => this.socket.once('close', () => resolve()));
     const all = Buffer.concat(this.received);
     // Walk the unmasked server frames to the close frame.
@@ -141,7 +146,10 @@ export class RawClient {
         length = all.readUInt32BE(offset + 6);
         start = offset + 10;
       }
-      if (opcode === 0x8) return length >= 2 ? all.readUInt16BE(start) : undefined;
+      if (opcode === 0x8) {
+        if (length < 2) return undefined;
+        return { code: all.readUInt16BE(start), reason: all.subarray(start + 2, start + length).toString('utf8') };
+      }
       offset = start + length;
     }
     return undefined;

@@ -55,7 +55,7 @@ describe('FrameReader', () => {
 
   it('refuses an oversized message from its header, before the payload arrives', () => {
     const header = masked(0x2, Buffer.alloc(65_537)).subarray(0, 14);
-    expect(new FrameReader().push(header)).toEqual([{ kind: 'violation', code: 1009 }]);
+    expect(new FrameReader().push(header)).toEqual([{ kind: 'violation', code: 1009, reason: 'too_big' }]);
   });
 
   it('reports the close code of a close frame and stops reading after it', () => {
