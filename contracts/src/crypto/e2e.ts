@@ -59,9 +59,9 @@ export const e2eEnvelope = z.object({
   v: z.literal(E2E_VERSION),
   kid: z.string().regex(kidPattern),
   /** The relay-visible, keyed event id; must equal the event's `event_id`. */
-  msg: z.string(),
+  msg: z.string().describe('Equals event_id.'),
   /** Unix seconds when sealed; the relay accepts [now−25 h, now+2 h], the phone [now−24 h, now+1 h]. */
-  iat: z.number().int().refine(Number.isSafeInteger),
+  iat: z.number().int().refine(Number.isSafeInteger).describe('UNIX seconds within [now−25 h, now+2 h].'),
   /** Keyed thread token: the phone groups notifications by it without the relay learning the session. */
   tok: z.string().regex(threadTokenPattern),
   /** 1 when the plaintext is raw-deflate compressed, else 0. */

@@ -1,18 +1,7 @@
 import { z } from 'zod';
+import { e2eClarifyRouting, e2eEnvelope } from '../crypto/e2e.js';
 import { defineRoute } from '../route.js';
 import { errorOf, JSON_BODY, tooLarge, unauthorized } from './shared.js';
-
-const e2eEnvelope = z.object({
-  v: z.literal(1),
-  kid: z.string().regex(/^[0-9a-f]{32}$/),
-  msg: z.string().describe('Equals event_id.'),
-  iat: z.number().int().describe('UNIX seconds within [now−25 h, now+2 h].'),
-  tok: z.string().regex(/^[0-9a-f]{16}$/),
-  z: z.union([z.literal(0), z.literal(1)]),
-  req: z.string(),
-  n: z.string().regex(/^[A-Za-z0-9_-]{16}$/),
-  ct: z.string().regex(/^[A-Za-z0-9_-]{22,2600}$/),
-});
 
 /**
  * The event types a host may post: the reference's (API.md §1.1, in its order), then the two this
@@ -40,6 +29,114 @@ export type RelayEventType = (typeof RELAY_EVENT_TYPES)[number];
 export const PHONE_CHANGES_MODES = ['alert', 'background'] as const;
 export type PhoneChangesMode = (typeof PHONE_CHANGES_MODES)[number];
 
+/**
+ * The host→relay event payload (API.md §1.1, EVENTS.md §2), declared once: the relay's POST /v1/events
+ * body below is built from these fields, and the host builds its events from the same schemas.
+ */
+const eventIdentity = {
+  type: z.enum(RELAY_EVENT_TYPES),
+  event_id: z.string().regex(/^[A-Za-z0-9:_-]{8,128}$/),
+};
+
+/** What a notification says; sealed into the envelope (E2E_INNER_FIELDS) when the pairing has E2E. */
+const eventContent = {
+  title: z.string().optional(),
+  body: z.string().optional(),
+  session_id: z.string().optional(),
+  profile: z.string().optional(),
+  gateway: z.string().optional(),
+};
+
+/** Always in the clear, sealed or not: the relay records the plugin version for the phone. */
+const eventVersion = {
+  plugin_version: z.string().optional(),
+  plugin_capabilities: z.array(z.string()).optional(),
+};
+
+/**
+ * The approval card of an `approval.needed` event. The relay shows it only with a session key, a
+ * description and at least one of `once`, `session`, `always`, `deny` among the choices.
+ */
+export const approvalDecision = z.object({
+  kind: z.literal('approval'),
+  session_key: z.string(),
+  description: z.string(),
+  choices: z.array(z.string()),
+  /**
+   * Our relay's extension: the relay decision the card is parked under, so the phone can answer it
+   * there. The reference relay ignores it.
+   */
+  request_id: z.string().optional(),
+});
+export type ApprovalDecision = z.infer<typeof approvalDecision>;
+
+/** One question of a batch clarify (Hermes' `questions[]` protocol). */
+export const clarifyQuestion = z.object({
+  question: z.string(),
+  /** `^[A-Za-z0-9_-]{1,40}$`, unique in the batch: the key its answer comes back under. */
+  qid: z.string(),
+  choices: z.array(z.string()).optional(),
+  multi_select: z.literal(true).optional(),
+});
+export type ClarifyQuestion = z.infer<typeof clarifyQuestion>;
+
+/** The answerable card of an `input.needed` event: the relay parks it under `request_id`. */
+export const clarifyDecision = z.object({
+  kind: z.literal('clarify'),
+  /** `^[A-Za-z0-9_-]{4,128}$`, never truncated: the id the host polls the answer under. */
+  request_id: z.string(),
+  question: z.string(),
+  choices: z.array(z.string()).optional(),
+  /** Present only when Hermes' call used the questions[] protocol, even with one entry. */
+  questions: z.array(clarifyQuestion).optional(),
+});
+export type ClarifyDecision = z.infer<typeof clarifyDecision>;
+
+export const hostDecision = z.discriminatedUnion('kind', [approvalDecision, clarifyDecision]);
+export type HostDecision = z.infer<typeof hostDecision>;
+
+export const CALL_KINDS = ['done', 'failed', 'stopped', 'approval', 'question'] as const;
+
+/** The call of a `call.requested` event: why Hermes wants to talk, and the chats the phone may open. */
+export const callRequest = z.object({
+  /** `^[A-Za-z0-9_-]{8,64}$`. */
+  id: z.string(),
+  kind: z.enum(CALL_KINDS),
+  /** At most 4 are kept; one malformed id drops the whole call. */
+  session_ids: z.array(z.string()),
+  title: z.string().optional(),
+  reason: z.string().optional(),
+});
+export type CallRequest = z.infer<typeof callRequest>;
+
+/** A host event as the host builds it, before redaction and sealing. */
+export const hostEvent = z.object({
+  ...eventIdentity,
+  ...eventContent,
+  ...eventVersion,
+  /** The stored chat the phone opens; sealed only (the relay drops it from a plaintext event). */
+  stored_session_id: z.string().optional(),
+  decision: hostDecision.optional(),
+  call: callRequest.optional(),
+});
+export type HostEvent = z.infer<typeof hostEvent>;
+
+/** An event whose content is sealed for the phone; the relay sees routing data only. */
+export const sealedEvent = z.object({
+  ...eventIdentity,
+  ...eventVersion,
+  e2e: e2eEnvelope,
+  clarify: e2eClarifyRouting.optional(),
+});
+export type SealedEvent = z.infer<typeof sealedEvent>;
+
+/** What an encrypted pairing sends when it cannot seal an event: no content at all, never plaintext. */
+export const contentFreeEvent = z.object({ ...eventIdentity, ...eventVersion });
+export type ContentFreeEvent = z.infer<typeof contentFreeEvent>;
+
+/** Whatever leaves a host for POST /v1/events: plain (possibly redacted), sealed, or content-free. */
+export type OutgoingEvent = HostEvent | SealedEvent | ContentFreeEvent;
+
 /** Route 10: a host event to push (or a plugin.hello that only records the plugin version). */
 export const postEvent = defineRoute({
   method: 'POST',
@@ -55,15 +152,11 @@ export const postEvent = defineRoute({
   auth: 'gateway',
   bodyContentType: JSON_BODY,
   body: z.object({
-    type: z.enum(RELAY_EVENT_TYPES),
-    event_id: z.string().regex(/^[A-Za-z0-9:_-]{8,128}$/),
-    title: z.string().optional(),
-    body: z.string().optional(),
-    session_id: z.string().optional(),
-    profile: z.string().optional(),
-    gateway: z.string().optional(),
-    plugin_version: z.string().optional(),
-    plugin_capabilities: z.array(z.string()).optional(),
+    ...eventIdentity,
+    ...eventContent,
+    ...eventVersion,
+    // A malformed card or call is dropped, not refused (the routing stub still reaches the phone), so
+    // the relay takes any object here; approvalDecision, clarifyDecision and callRequest say what it shows.
     decision: z.record(z.string(), z.unknown()).optional(),
     call: z.record(z.string(), z.unknown()).optional(),
     mode: z
@@ -73,9 +166,8 @@ export const postEvent = defineRoute({
         'phone.changes only (ignored on other types): alert (default) or background. Any other value: 400 invalid_mode.',
       ),
     e2e: e2eEnvelope.optional().describe('Sealed event; required for location.request (400 invalid_e2e without it).'),
-    clarify: z
-      .object({ request_id: z.string(), qids: z.array(z.string()).optional(), card: z.boolean().optional() })
-      .optional(),
+    // The relay defaults absent qids to [] and card to true (hosts older than batch clarify send neither).
+    clarify: e2eClarifyRouting.partial({ qids: true, card: true }).optional(),
   }),
   responses: {
     200: {

@@ -1,4 +1,5 @@
-import type { ClarifyQuestion, ClarifyRequest } from '../notifier/events.js';
+import type { ClarifyQuestion } from '@conduit/contracts/relay/events';
+import type { ClarifyRequest } from '../notifier/events.js';
 
 /** Hermes marks a suggested choice "(recommended)"; the answer Hermes gets back is the bare choice. */
 export function stripRecommended(text: string): string {

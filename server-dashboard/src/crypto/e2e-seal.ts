@@ -11,7 +11,7 @@ import {
 import { encodeBase64Url } from './base64url.js';
 import { keyedEventId, threadToken, type E2eKeys } from './e2e-keys.js';
 import { sealChaCha20Poly1305 } from './symmetric.js';
-import { versionFields, type HostEvent, type SealedEvent } from './host-event.js';
+import type { HostEvent, SealedEvent } from '@conduit/contracts/relay/events';
 
 const utf8 = new TextEncoder();
 
@@ -70,6 +70,14 @@ export function innerPayload(event: HostEvent): Inner {
     if (value !== undefined && value !== null && value !== '') inner[field] = value;
   }
   return inner;
+}
+
+/** The event's version fields, which always travel in the clear (the relay records the plugin version). */
+export function versionFields(event: HostEvent): Pick<HostEvent, 'plugin_version' | 'plugin_capabilities'> {
+  const out: Pick<HostEvent, 'plugin_version' | 'plugin_capabilities'> = {};
+  if (event.plugin_version !== undefined) out.plugin_version = event.plugin_version;
+  if (event.plugin_capabilities !== undefined) out.plugin_capabilities = event.plugin_capabilities;
+  return out;
 }
 
 /** Raw deflate (no zlib header; Apple reads it as COMPRESSION_ZLIB) when strictly shorter. */

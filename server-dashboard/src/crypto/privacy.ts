@@ -2,8 +2,8 @@ import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { e2eState, isPaired, relayUrlOf, type CredentialFile } from '../credentials/credential-file.js';
 import { readCredentials, unchanged, updateCredentials } from '../credentials/credential-store.js';
 import { keyedEventId, keysFromRecord } from './e2e-keys.js';
-import { E2eSealError, sealEvent } from './e2e-seal.js';
-import { versionFields, type ContentFreeEvent, type HostEvent, type OutgoingEvent } from './host-event.js';
+import type { ContentFreeEvent, HostEvent, OutgoingEvent } from '@conduit/contracts/relay/events';
+import { E2eSealError, sealEvent, versionFields } from './e2e-seal.js';
 import { isRedactKey, redactEvent, redactedEventId } from './redaction.js';
 
 /**

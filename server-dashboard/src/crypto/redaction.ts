@@ -1,5 +1,11 @@
 import { eventIdPrefix, hmacHex } from './e2e-keys.js';
-import type { ApprovalDecision, CallRequest, ClarifyDecision, HostEvent } from './host-event.js';
+import type {
+  ApprovalDecision,
+  CallRequest,
+  ClarifyDecision,
+  ClarifyQuestion,
+  HostEvent,
+} from '@conduit/contracts/relay/events';
 
 /** The generic copy cards carry under `redact on` (seed, "Privacy and security"). */
 export const REDACTED_APPROVAL_TEXT = 'Hermes needs your approval. Open Conduit for details.';
@@ -54,8 +60,7 @@ function redactClarify(decision: ClarifyDecision): ClarifyDecision {
   if (decision.choices) out.choices = decision.choices;
   if (decision.questions) {
     out.questions = decision.questions.map((question, index) => {
-      const entry: NonNullable<ClarifyDecision['questions']>[number] = { question: `Question ${index + 1}` };
-      if (question.qid !== undefined) entry.qid = question.qid;
+      const entry: ClarifyQuestion = { question: `Question ${index + 1}`, qid: question.qid };
       if (question.choices) entry.choices = question.choices;
       if (question.multi_select === true) entry.multi_select = true;
       return entry;

@@ -1,30 +1,6 @@
+import type { ApprovalDecision, ClarifyDecision, ClarifyQuestion } from '@conduit/contracts/relay/events';
 import { BODY_MAX, TITLE_MAX, clean } from './text.js';
 import type { NotificationType } from './titles.js';
-
-export interface ApprovalDecision {
-  kind: 'approval';
-  session_key: string;
-  description: string;
-  choices: string[];
-  /** The relay decision the card is parked under, so the phone can answer it there (set by ApprovalCards). */
-  request_id?: string;
-}
-
-export interface ClarifyQuestion {
-  qid: string;
-  question: string;
-  choices?: string[];
-  multi_select?: true;
-}
-
-export interface ClarifyDecision {
-  kind: 'clarify';
-  request_id: string;
-  question: string;
-  choices?: string[];
-  /** Present only when Hermes' call used the questions[] protocol, even with one entry. */
-  questions?: ClarifyQuestion[];
-}
 
 /** One notification as the host hands it to the delivery queue (before redaction and sealing). */
 export interface NotificationEvent {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { HostEvent } from '../crypto/host-event.js';
+import type { HostEvent } from '@conduit/contracts/relay/events';
 
 /** What this host reports to the relay on every event (the relay shows it to the phone in /v1/meta). */
 export interface PluginIdentity {

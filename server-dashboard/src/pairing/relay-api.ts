@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { createRelayClient, type operations } from '@conduit/generated/relay/client';
-import type { HostEvent, OutgoingEvent } from '../crypto/host-event.js';
 import { createRelayFetch, RelayTransportError } from './relay-http.js';
-import { RELAY_EVENT_TYPES } from '@conduit/contracts/relay/events';
+import { RELAY_EVENT_TYPES, type HostEvent, type OutgoingEvent } from '@conduit/contracts/relay/events';
 
 /**
  * The relay routes pairing uses (spec/relay/API.md): claim a pairing code (route 9), revoke this gateway

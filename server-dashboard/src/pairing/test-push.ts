@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { isPaired } from '../credentials/credential-file.js';
 import { readCredentials } from '../credentials/credential-store.js';
 import { decodeBase64Url, encodeBase64Url } from '../crypto/base64url.js';
-import type { HostEvent, SealedEvent } from '../crypto/host-event.js';
+import type { HostEvent, SealedEvent } from '@conduit/contracts/relay/events';
 import { applyPrivacy, type ApplyPrivacyOptions } from '../crypto/privacy.js';
 import type { PluginIdentity } from './plugin-hello.js';
 import type { RelayApi } from './relay-api.js';

@@ -6,7 +6,7 @@ import { deriveE2eKeys, keyedEventId, keysFromRecord, threadToken } from '../../
 import { E2eSealError, pushAad, sealEvent } from '../../src/crypto/e2e-seal.js';
 import { openSealedAnswer, openSealedAnswers, sealAnswer } from '../../src/crypto/e2e-answer.js';
 import { openNotification } from '../../src/crypto/e2e-device.js';
-import type { HostEvent } from '../../src/crypto/host-event.js';
+import type { HostEvent } from '@conduit/contracts/relay/events';
 import { readVector } from '../fixtures/vectors.js';
 import { nodeKeyedId, nodeKeys, nodeOpen, nodeSealAnswer, nodeSealRaw, nodeThreadToken } from './independent-e2e.js';
 

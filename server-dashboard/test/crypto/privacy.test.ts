@@ -8,7 +8,7 @@ import { credentialPath } from '../../src/credentials/credential-store.js';
 import { encodeBase64Url } from '../../src/crypto/base64url.js';
 import { deriveE2eKeys } from '../../src/crypto/e2e-keys.js';
 import { openNotification } from '../../src/crypto/e2e-device.js';
-import type { ContentFreeEvent, HostEvent, SealedEvent } from '../../src/crypto/host-event.js';
+import type { ContentFreeEvent, HostEvent, SealedEvent } from '@conduit/contracts/relay/events';
 import { applyPrivacy, buildOutgoing } from '../../src/crypto/privacy.js';
 import { REDACTED_APPROVAL_TEXT, REDACTED_CLARIFY_TEXT, redactedEventId } from '../../src/crypto/redaction.js';
 

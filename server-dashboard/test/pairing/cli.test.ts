@@ -8,7 +8,7 @@ import { credentialPath, readCredentials } from '../../src/credentials/credentia
 import { encodeBase64Url } from '../../src/crypto/base64url.js';
 import { openNotification } from '../../src/crypto/e2e-device.js';
 import { deriveE2eKeys } from '../../src/crypto/e2e-keys.js';
-import type { SealedEvent } from '../../src/crypto/host-event.js';
+import type { SealedEvent } from '@conduit/contracts/relay/events';
 import { runPush, USAGE, type PushCliDeps } from '../../src/pairing/cli.js';
 import { provisionE2eKey } from '../../src/pairing/e2e-provisioning.js';
 import { createRelayApi } from '../../src/pairing/relay-api.js';
