@@ -5,7 +5,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,6 +32,9 @@ const capturePath = () => join(dataDir, 'capture.jsonl');
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'conduit-real-relay-'));
   home = join(dataDir, 'hermes');
+  // Real Hermes homes exist; --home refuses a missing one.
+  await mkdir(home);
+  await mkdir(join(dataDir, 'other'));
   const port = await freePort();
   relayUrl = `http://127.0.0.1:${port}`;
   const server = await startServerProcess({
