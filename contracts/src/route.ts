@@ -18,11 +18,24 @@ export interface ResponseSpec<S extends z.ZodType = z.ZodType> {
 
 export type ResponseMap = Record<number, ResponseSpec>;
 
+/**
+ * Who reads the request body, and when:
+ * - `bind` (the default): bindRoute validates it against `body` before the handler runs; the handler
+ *   gets the schema's output as `body`.
+ * - `handler`: the handler calls `readBody()` once the checks the wire puts before the body (rate limits,
+ *   authentication) have passed; the same schema validates it then, with the same error codes.
+ * - `raw`: the handler gets the unparsed body as `body: unknown` and reads it itself (a non-JSON content
+ *   type, or an error shape of its own); `body` only documents it. A route that names a
+ *   `bodyContentType` and no `bodyReading` is read raw.
+ */
+export type BodyReading = 'bind' | 'handler' | 'raw';
+
 export interface RouteContract<
   Params extends z.ZodObject = z.ZodObject,
   Query extends z.ZodObject = z.ZodObject,
   Body extends z.ZodType = z.ZodType,
   Responses extends ResponseMap = ResponseMap,
+  Reading extends BodyReading = BodyReading,
 > {
   method: HttpMethod;
   /** OpenAPI-style path with `{name}` parameters. */
@@ -34,9 +47,14 @@ export interface RouteContract<
   auth: AuthScheme;
   params?: Params;
   query?: Query;
-  /** JSON request body. A failing issue whose message is a wire error code (`invalid_topic`) answers 400 with it. */
+  /**
+   * Request body. When it fails, the first issue's message, if it is a wire error code (`invalid_topic`),
+   * is answered with the status the route declares for that code (400 unless declared elsewhere).
+   */
   body?: Body;
-  /** Content type of the body when it is not JSON (the route then parses it itself). */
+  /** When and by whom the body is read (see BodyReading); `bind` unless stated. */
+  bodyReading?: Reading;
+  /** Content type of the body, for the documentation (JSON unless stated). */
   bodyContentType?: string;
   /** The error code answered when the body fails and its issue carries no code of its own. */
   invalidBodyCode?: string;
@@ -49,7 +67,12 @@ export function defineRoute<
   Query extends z.ZodObject = z.ZodObject<Record<string, never>>,
   Body extends z.ZodType = z.ZodUndefined,
   const Responses extends ResponseMap = ResponseMap,
->(route: RouteContract<Params, Query, Body, Responses>): RouteContract<Params, Query, Body, Responses> {
+  const ContentType extends string | undefined = undefined,
+  // Without a `bodyReading`, a route that names a content type reads raw, as bindRoute does at run time.
+  const Reading extends BodyReading = [ContentType] extends [undefined] ? 'bind' : 'raw',
+>(
+  route: RouteContract<Params, Query, Body, Responses, Reading> & { bodyContentType?: ContentType },
+): RouteContract<Params, Query, Body, Responses, Reading> {
   return route;
 }
 
@@ -73,12 +96,25 @@ export type ReplyOf<R extends RouteContract> = {
   [S in StatusOf<R>]: { status: S; body: BodyOf<R, S>; headers?: Record<string, string> };
 }[StatusOf<R>];
 
-// NonNullable: `params`/`query` are optional members, so R['params'] includes undefined.
+/** The `error` codes a route declares at one status (`never` where that answer has no `error` field). */
+export type ErrorCodeOf<R extends RouteContract, S extends number> =
+  BodyOf<R, S> extends { error: infer Code extends string } ? Code : never;
+
+/** Every `{status, code}` a route may answer as `{"error": code, ...}`. */
+export type ErrorOf<R extends RouteContract> = {
+  [S in StatusOf<R>]: [ErrorCodeOf<R, S>] extends [never] ? never : { status: S; code: ErrorCodeOf<R, S> };
+}[StatusOf<R>];
+
+// NonNullable: `params`, `query` and `body` are optional members, so R['params'] includes undefined.
 export type ParamsOf<R extends RouteContract> =
   NonNullable<R['params']> extends z.ZodObject ? z.output<NonNullable<R['params']>> : Record<string, never>;
 export type QueryOf<R extends RouteContract> =
   NonNullable<R['query']> extends z.ZodObject ? z.output<NonNullable<R['query']>> : Record<string, never>;
-export type BodyInputOf<R extends RouteContract> = R['body'] extends z.ZodType ? z.output<R['body']> : undefined;
+/** The body after the contract validated it: the body schema's output (`undefined` for a route without one). */
+export type BodyInputOf<R extends RouteContract> =
+  NonNullable<R['body']> extends z.ZodType ? z.output<NonNullable<R['body']>> : undefined;
+/** How the route's body is read (`bind` unless the contract says otherwise). */
+export type BodyReadingOf<R extends RouteContract> = NonNullable<R['bodyReading']>;
 
 /** A named collection of routes, one per served surface (relay, dashboard, voice). */
 export interface Surface {

@@ -57,6 +57,8 @@ export const postE2e = defineRoute({
   query: profileQuery,
   body: e2eProvisionRequest,
   bodyContentType: 'application/json',
+  // Read by the handler as the Hermes dashboard reads it (FastAPI's `{"detail"}` errors, 4 KiB).
+  bodyReading: 'raw',
   responses: {
     200: { description: 'Stored.', schema: z.object({ ok: z.literal(true), kid: z.string() }), headers: noStore },
     400: {

@@ -38,6 +38,8 @@ export const postPair = defineRoute({
   query: profileQuery,
   body: pairRequest,
   bodyContentType: 'application/json',
+  // Read by the handler as the Hermes dashboard reads it (FastAPI's `{"detail"}` errors, 4 KiB).
+  bodyReading: 'raw',
   responses: {
     200: { description: 'Paired; the credential is stored on the host only.', schema: pairAnswer, headers: noStore },
     400: { description: 'Malformed pairing code or relay URL, or a body that is not JSON.', schema: pairingErrorBody },

@@ -1,16 +1,31 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import type { BodyInputOf, ParamsOf, QueryOf, ReplyOf, RouteContract } from '../route.js';
+import type { BodyInputOf, BodyReading, BodyReadingOf, ParamsOf, QueryOf, ReplyOf, RouteContract } from '../route.js';
 import { WireError } from './wire-error.js';
 
-/** What a bound handler sees: validated params, query and body, plus the raw request for headers and the socket. */
-export interface BoundRequest<R extends RouteContract> {
+interface BoundBase<R extends RouteContract> {
   params: ParamsOf<R>;
   query: QueryOf<R>;
-  body: BodyInputOf<R>;
   request: FastifyRequest;
   reply: FastifyReply;
 }
+
+/** The body as the route's `bodyReading` hands it over (see BodyReading in route.ts). */
+export type BodyAccess<R extends RouteContract> =
+  BodyReadingOf<R> extends 'handler'
+    ? {
+        /**
+         * Reads the body and validates it against the contract now, after the checks the wire puts first;
+         * a failure throws the contract's WireError. Reads once: later calls return the same value.
+         */
+        readBody: () => BodyInputOf<R>;
+      }
+    : BodyReadingOf<R> extends 'raw'
+      ? { /** The unparsed body; the handler reads it itself. */ body: unknown }
+      : { /** The body the contract validated (`undefined` for a route without one). */ body: BodyInputOf<R> };
+
+/** What a bound handler sees: validated params and query, the body per the contract, the raw request and reply. */
+export type BoundRequest<R extends RouteContract> = BoundBase<R> & BodyAccess<R>;
 
 export type Handler<R extends RouteContract> = (input: BoundRequest<R>) => Promise<ReplyOf<R>> | ReplyOf<R>;
 
@@ -36,6 +51,16 @@ export function fastifyPath(openApiPath: string): string {
   return openApiPath.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
 }
 
+/** The contract's answer to a body that fails its schema. */
+function bodyError(route: RouteContract, error: z.ZodError): WireError {
+  return new WireError(400, issueCode(error) ?? route.invalidBodyCode ?? 'invalid_request');
+}
+
+/** BodyReading at run time: as declared, else `raw` for a route that names a content type, else `bind` (as defineRoute types it). */
+export function bodyReadingOf(route: RouteContract): BodyReading {
+  return route.bodyReading ?? (route.bodyContentType ? 'raw' : 'bind');
+}
+
 /**
  * Binds one contract to a handler on a Fastify app. The contract decides method, path, validation and
  * every status the handler may answer; TypeScript rejects a reply the contract does not declare.
@@ -48,42 +73,47 @@ export function bindRoute<R extends RouteContract>(
   handler: NoInfer<Handler<R>>,
   options: BindOptions = {},
 ): void {
+  const reading = bodyReadingOf(route);
+  const validBody = (request: FastifyRequest): unknown => {
+    if (!route.body) return undefined;
+    const parsed = route.body.safeParse(request.body ?? {});
+    if (!parsed.success) throw bodyError(route, parsed.error);
+    return parsed.data;
+  };
+
+  const answer = async (request: FastifyRequest, reply: FastifyReply): Promise<ReplyOf<R>> => {
+    if (route.params) {
+      const parsed = route.params.safeParse(request.params ?? {});
+      if (!parsed.success) throw options.invalidParams ?? new WireError(404, 'not_found');
+      request.params = parsed.data;
+    }
+    let query: unknown = {};
+    if (route.query) {
+      const parsed = route.query.safeParse(request.query ?? {});
+      if (!parsed.success) {
+        const code = issueCode(parsed.error);
+        throw code ? new WireError(400, code) : (options.invalidQuery ?? new WireError(400, 'invalid_query'));
+      }
+      query = parsed.data;
+    }
+    if (options.preValidation) await options.preValidation(request);
+    const input: Record<string, unknown> = { params: request.params, query, request, reply };
+    if (reading === 'raw') {
+      input.body = request.body;
+    } else if (reading === 'handler') {
+      let read: { value: unknown } | undefined;
+      input.readBody = () => (read ??= { value: validBody(request) }).value;
+    } else {
+      input.body = validBody(request);
+    }
+    return handler(input as unknown as BoundRequest<R>);
+  };
+
   app.route({
     method: route.method,
     url: fastifyPath(route.path),
     handler: async (request, reply) => {
-      if (route.params) {
-        const parsed = route.params.safeParse(request.params ?? {});
-        if (!parsed.success) throw options.invalidParams ?? new WireError(404, 'not_found');
-        request.params = parsed.data;
-      }
-      let query: unknown = {};
-      if (route.query) {
-        const parsed = route.query.safeParse(request.query ?? {});
-        if (!parsed.success) {
-          const code = issueCode(parsed.error);
-          throw code ? new WireError(400, code) : (options.invalidQuery ?? new WireError(400, 'invalid_query'));
-        }
-        query = parsed.data;
-      }
-      if (options.preValidation) await options.preValidation(request);
-      let body: unknown = undefined;
-      if (route.body && !route.bodyContentType) {
-        const parsed = route.body.safeParse(request.body ?? {});
-        if (!parsed.success) {
-          throw new WireError(400, issueCode(parsed.error) ?? route.invalidBodyCode ?? 'invalid_request');
-        }
-        body = parsed.data;
-      } else if (route.bodyContentType) {
-        body = request.body;
-      }
-      const result = await handler({
-        params: request.params as ParamsOf<R>,
-        query: query as QueryOf<R>,
-        body: body as BodyInputOf<R>,
-        request,
-        reply,
-      });
+      const result = await answer(request, reply);
       const spec = route.responses[result.status];
       reply.status(result.status);
       if (result.headers) reply.headers(result.headers);

@@ -1,9 +1,11 @@
 export { WireError } from './wire-error.js';
 export {
   bindRoute,
+  bodyReadingOf,
   fastifyPath,
   issueCode,
+  type BindOptions,
+  type BodyAccess,
   type BoundRequest,
   type Handler,
-  type BindOptions,
 } from './bind-fastify.js';

@@ -139,11 +139,11 @@ export function registerPairingRoutes(app: FastifyInstance, deps: PairingRouteDe
         });
     });
 
-    bindRoute(scope, postPair, async ({ query, request }) => {
+    bindRoute(scope, postPair, async ({ query, body: raw }) => {
       if (!pairLimit.tryTake(limiterKey(query.profile))) {
         return { status: 429, body: { detail: 'Too many pairing requests; try again shortly' }, headers: NO_STORE };
       }
-      const body = asObject(readJsonBody(request.body));
+      const body = asObject(readJsonBody(raw));
       const { home, profile } = await homeOf(query.profile);
       const code = typeof body.pairing_code === 'string' ? body.pairing_code : '';
       if (body.relay_url !== undefined && body.relay_url !== null && typeof body.relay_url !== 'string') {
@@ -205,7 +205,7 @@ export function registerPairingRoutes(app: FastifyInstance, deps: PairingRouteDe
       return { status: 200, body: await e2eStatus(home), headers: NO_STORE };
     });
 
-    bindRoute(scope, postE2e, async ({ query, request }) => {
+    bindRoute(scope, postE2e, async ({ query, body: raw }) => {
       if (!keyLimit.tryTake(limiterKey(query.profile))) {
         return {
           status: 429,
@@ -213,7 +213,7 @@ export function registerPairingRoutes(app: FastifyInstance, deps: PairingRouteDe
           headers: NO_STORE,
         };
       }
-      const body = readJsonBody(request.body);
+      const body = readJsonBody(raw);
       const { home } = await homeOf(query.profile);
       const outcome = await provisionE2eKey(home, body, deps.clock());
       if (!outcome.ok) return { status: outcome.status, body: { detail: outcome.detail }, headers: NO_STORE };

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { respondApproval, respondApprovalBody } from '@conduit/contracts/dashboard/approvals';
+import { respondApproval } from '@conduit/contracts/dashboard/approvals';
 import { bindRoute } from '@conduit/contracts/server';
 import type { ApprovalCards } from '../cards/approval-cards.js';
 import { resolveProfile } from '../fronting/profiles.js';
@@ -15,8 +15,7 @@ const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 export function approvalRoutes(app: FastifyInstance, options: { hermesHome: string; cards: ApprovalCards }): void {
   bindRoute(app, respondApproval, async ({ query, body }) => {
     const profile = resolveProfile(options.hermesHome, query.profile);
-    const input = respondApprovalBody.parse(body as unknown);
-    const result = await options.cards.answer(profile, input.session_key, input.choice, input.run_id);
+    const result = await options.cards.answer(profile, body.session_key, body.choice, body.run_id);
     switch (result.kind) {
       case 'already_answered':
         return { status: 409, body: { error: 'already_answered' }, headers: NO_STORE };
@@ -27,7 +26,7 @@ export function approvalRoutes(app: FastifyInstance, options: { hermesHome: stri
       case 'run_unknown':
         return { status: 409, body: { error: 'run_unknown' }, headers: NO_STORE };
       case 'accepted':
-        return { status: 200, body: { ok: true, choice: input.choice, run_id: result.runId }, headers: NO_STORE };
+        return { status: 200, body: { ok: true, choice: body.choice, run_id: result.runId }, headers: NO_STORE };
       case 'run_not_found':
         return { status: 404, body: { error: 'run_not_found' }, headers: NO_STORE };
       default:

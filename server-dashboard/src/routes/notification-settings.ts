@@ -3,9 +3,7 @@ import {
   getCronNotifications,
   getReplySources,
   putCronNotifications,
-  putCronNotificationsBody,
   putReplySources,
-  putReplySourcesBody,
 } from '@conduit/contracts/dashboard/notification-settings';
 import { WireError, bindRoute } from '@conduit/contracts/server';
 import { resolveProfile } from '../fronting/profiles.js';
@@ -33,8 +31,7 @@ export function notificationSettingsRoutes(app: FastifyInstance, hermesHome: str
   });
   bindRoute(app, putCronNotifications, async ({ query, body }) => {
     const profile = resolveProfile(hermesHome, query.profile);
-    // bindRoute validated the body already; the contract's body type does not reach the handler, so parse again.
-    const { job_id: jobId, notify } = putCronNotificationsBody.parse(body as unknown);
+    const { job_id: jobId, notify } = body;
     const muted = await guarded(() => settings.cron(profile).setNotify(jobId, notify));
     return { status: 200, body: { ok: true, muted }, headers: { 'cache-control': 'no-store' } };
   });
@@ -45,7 +42,7 @@ export function notificationSettingsRoutes(app: FastifyInstance, hermesHome: str
   });
   bindRoute(app, putReplySources, async ({ query, body }) => {
     const profile = resolveProfile(hermesHome, query.profile);
-    const { source, notify } = putReplySourcesBody.parse(body as unknown);
+    const { source, notify } = body;
     const sources = await guarded(() => settings.replySources(profile).set(source, notify));
     return { status: 200, body: { ok: true, sources }, headers: { 'cache-control': 'no-store' } };
   });
