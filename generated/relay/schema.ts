@@ -1679,12 +1679,15 @@ export interface operations {
                     "application/json": {
                         capabilities: string[];
                         gateways: {
-                            dashboard_id: string | null;
+                            /** @description Absent when the pairing named no dashboard. */
+                            dashboard_id?: string;
                             id: string;
-                            last_event_at: string | null;
+                            /** @description ISO 8601; absent until the host sends an event. */
+                            last_event_at?: string;
                             name: string;
                             plugin_capabilities: string[];
-                            plugin_version: string | null;
+                            /** @description Absent until the host reports its version. */
+                            plugin_version?: string;
                         }[];
                         version: string;
                     };

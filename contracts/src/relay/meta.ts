@@ -20,10 +20,11 @@ export const getMeta = defineRoute({
           z.object({
             id: z.string(),
             name: z.string(),
-            plugin_version: z.string().nullable(),
+            // The reference omits what it does not know; it never writes null (the app reads absence).
+            plugin_version: z.string().optional().describe('Absent until the host reports its version.'),
             plugin_capabilities: z.array(z.string()),
-            last_event_at: z.string().nullable(),
-            dashboard_id: z.string().nullable(),
+            last_event_at: z.string().optional().describe('ISO 8601; absent until the host sends an event.'),
+            dashboard_id: z.string().optional().describe('Absent when the pairing named no dashboard.'),
           }),
         ),
       }),

@@ -33,14 +33,16 @@ export function metaRoutes(app: FastifyInstance, context: RelayContext, capabili
         capabilities: [...capabilities],
         gateways: gateways.map((gateway) => {
           const pending = context.activity.overlay(installation.id, gateway.id);
+          const pluginVersion = pending?.pluginVersion ?? gateway.pluginVersion;
           const lastEventAt = pending?.lastEventAt ?? gateway.lastEventAt;
+          // What is not known is left out, as the reference does: the app tells absence from a value, not null.
           return {
             id: gateway.id,
             name: gateway.name,
-            plugin_version: pending?.pluginVersion ?? gateway.pluginVersion,
+            ...(pluginVersion !== null ? { plugin_version: pluginVersion } : {}),
             plugin_capabilities: pending?.pluginCapabilities ?? gateway.pluginCapabilities ?? [],
-            last_event_at: lastEventAt !== null ? new Date(lastEventAt).toISOString() : null,
-            dashboard_id: gateway.dashboardId,
+            ...(lastEventAt !== null ? { last_event_at: new Date(lastEventAt).toISOString() } : {}),
+            ...(gateway.dashboardId !== null ? { dashboard_id: gateway.dashboardId } : {}),
           };
         }),
       },
