@@ -245,7 +245,7 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
       expect(sent?.deviceToken).toBe(phone.token);
       const payload = sent?.notification.payload as Record<string, Record<string, unknown>>;
       expect(payload.aps).toMatchObject({
-        alert: { title: 'Response ready', body: 'Hermes finished a response.\nProfile: work · Session: …34567890' },
+        alert: { title: 'Response ready', body: 'Hermes has finished responding.\nProfile: work · Session: …34567890' },
         sound: 'default',
       });
       expect(JSON.stringify(payload)).not.toContain('Secret');
@@ -567,7 +567,7 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
       );
       const response = await post('/v1/events', JSON.stringify(call('evt-call-0002')), gatewayAuth);
       expect(await response.json()).toEqual({ accepted: true, delivered: true });
-      expect(relay.apns.sent.map((s) => s.notification.pushType)).toEqual(['voip', 'alert']);
+      expect(relay.apns.sent.map((s) => s.notification.pushType)).toEqual(['voip', undefined]);
       expect((relay.apns.sent[1]?.notification.payload.aps as Record<string, unknown>).category).toBe('HERMES_CALL');
       expect((await relay.store.findInstallation(phone.id))?.voipToken).toBeNull();
     });

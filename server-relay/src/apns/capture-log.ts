@@ -3,9 +3,10 @@ import { dirname } from 'node:path';
 import type { ApnsNotification, ApnsResult, ApnsSender } from './types.js';
 
 /**
- * APNS_CAPTURE_PATH: every send appended as one JSON line `{deviceToken, notification}`, so operators
- * and client developers can see exactly what the relay would push. The file holds device tokens and
- * payloads, hence mode 0600.
+ * APNS_CAPTURE_PATH: every push APNs took appended as one JSON line `{deviceToken, notification}`,
+ * shaped like the reference's lines (client developers diff these files in their own tests), so
+ * operators and client developers can see exactly what the relay pushed. The file holds device tokens
+ * and payloads, hence mode 0600.
  */
 export class CaptureLog {
   private ready: Promise<void> | undefined;
@@ -60,10 +61,15 @@ export class CaptureLog {
   }
 }
 
-/** The captured shape: only the documented fields, absent ones left out. */
+/**
+ * The captured shape: only the documented fields, absent ones left out, in the reference's key order
+ * (an alert `{collapseId, payload, threadId}` with no pushType; a VoIP push `{payload, pushType,
+ * topic, expiration}`), so a line reads the same byte for byte.
+ */
 function captured(notification: ApnsNotification): Record<string, unknown> {
-  const out: Record<string, unknown> = { payload: notification.payload };
+  const out: Record<string, unknown> = {};
   if (notification.collapseId !== undefined) out.collapseId = notification.collapseId;
+  out.payload = notification.payload;
   if (notification.threadId !== undefined) out.threadId = notification.threadId;
   if (notification.pushType !== undefined) out.pushType = notification.pushType;
   if (notification.topic !== undefined) out.topic = notification.topic;
@@ -73,8 +79,10 @@ function captured(notification: ApnsNotification): Record<string, unknown> {
 }
 
 /**
- * Records every send before handing it on, so the log also shows pushes the seams then refuse
- * (a VoIP push failed by APNS_VOIP_FAILURE, then its alert fallback).
+ * Records each push once APNs (or the seam standing in for it) took it. As in the reference, a push
+ * that was refused (a VoIP push failed by APNS_VOIP_FAILURE, everything under APNS_MODE=reject) or
+ * never answered is not written: the file lists what was delivered, and a refused VoIP push shows up
+ * as the alert it fell back to.
  */
 export class CapturingSender implements ApnsSender {
   private readonly log: CaptureLog;
@@ -87,8 +95,11 @@ export class CapturingSender implements ApnsSender {
   }
 
   async send(deviceToken: string, notification: ApnsNotification): Promise<ApnsResult> {
-    await this.log.append(deviceToken, notification);
-    return this.inner.send(deviceToken, notification);
+    const result = await this.inner.send(deviceToken, notification);
+    // Written before the caller learns the result, so a reply the relay sends afterwards never
+    // races its own capture line.
+    if (result.ok) await this.log.append(deviceToken, notification);
+    return result;
   }
 
   async close(): Promise<void> {

@@ -12,7 +12,7 @@ export { Http2ApnsSender, MAX_COLLAPSE_ID_BYTES } from './http2-sender.js';
 /**
  * Builds the relay's APNs sender: the seams answer locally when APNS_MODE or APNS_CAPTURE_PATH is set
  * (capture alone means accept), otherwise the HTTP/2 provider client talks to APNS_ORIGIN.
- * APNS_VOIP_FAILURE wraps either; the capture log wraps everything, so it shows every attempted send.
+ * APNS_VOIP_FAILURE wraps either; the capture log wraps everything and writes each push APNs took.
  * Throws ApnsConfigError when the provider key is missing or unusable.
  */
 export function createApnsSender(options: ApnsOptions): ApnsSender {

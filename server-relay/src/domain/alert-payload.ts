@@ -12,13 +12,16 @@ import type { Preferences } from './preferences.js';
 /** The event types that can become a visible alert (plugin.hello never notifies; location.request is a location push). */
 export type AlertEventType = Exclude<EventType, 'plugin.hello' | 'location.request'>;
 
-/** Copy shown when previews are off (the default) or the event is sealed. */
+/**
+ * Copy shown when previews are off (the default) or the event is sealed: the reference's strings,
+ * word for word (the app and its users already know them).
+ */
 export const GENERIC_COPY: Record<AlertEventType, { title: string; body: string }> = {
   'approval.needed': { title: 'Approval needed', body: 'Hermes is waiting for your approval.' },
-  'input.needed': { title: 'Input needed', body: 'Hermes needs your input.' },
-  'response.ready': { title: 'Response ready', body: 'Hermes finished a response.' },
-  'turn.failed': { title: 'Turn failed', body: 'Hermes could not finish a turn.' },
-  'background_task.finished': { title: 'Background task finished', body: 'A background task finished.' },
+  'input.needed': { title: 'Input needed', body: 'Hermes needs your response before it can continue.' },
+  'response.ready': { title: 'Response ready', body: 'Hermes has finished responding.' },
+  'turn.failed': { title: 'Turn failed', body: 'A Hermes turn could not be completed.' },
+  'background_task.finished': { title: 'Background task finished', body: 'A delegated task has finished.' },
   'call.requested': { title: 'Hermes wants to talk', body: 'Tap to talk to Hermes.' },
   // Says nothing about the change itself: it comes from the host once the phone opens it.
   'phone.changes': { title: 'Change to review', body: 'Hermes has a change for you to approve.' },
@@ -54,11 +57,18 @@ export function soundFor(type: string, preferences: Preferences): string | undef
   return undefined;
 }
 
-/** `\nProfile: p · Session: …last8`, so generic copy still says which chat it is about. */
+/**
+ * `\nProfile: p · Session: …last8`, so generic copy still says which chat it is about. A session id
+ * of 10 characters or fewer is shown whole, as the reference's shortSessionId does.
+ */
 export function contextLine(profile: string | undefined, sessionId: string | undefined): string {
   const parts: string[] = [];
-  if (profile) parts.push(`Profile: ${profile}`);
-  if (sessionId) parts.push(`Session: …${sessionId.slice(-8)}`);
+  const shownProfile = profile?.trim();
+  const shownSession = sessionId?.trim();
+  if (shownProfile) parts.push(`Profile: ${shownProfile}`);
+  if (shownSession) {
+    parts.push(`Session: ${shownSession.length > 10 ? `…${shownSession.slice(-8)}` : shownSession}`);
+  }
   return parts.length > 0 ? `\n${parts.join(' · ')}` : '';
 }
 
@@ -78,9 +88,13 @@ export function scopedRouting(scope: GatewayScope): Record<string, string> {
 
 export function plainAlert(event: PlainEvent, preferences: Preferences, scope: GatewayScope): AlertPush {
   const generic = genericCopy(event.type);
-  const alert = preferences.show_previews
-    ? { title: event.title ?? generic.title, body: event.body ?? generic.body }
-    : { title: generic.title, body: generic.body + contextLine(event.profile, event.sessionId) };
+  // Each half on its own, as the reference: with previews on, an event without a body still gets the
+  // generic body with its context line, so the banner says which profile and chat it is about.
+  const alert = {
+    title: preferences.show_previews && event.title ? event.title : generic.title,
+    body:
+      preferences.show_previews && event.body ? event.body : generic.body + contextLine(event.profile, event.sessionId),
+  };
   const routing: Record<string, unknown> = {
     type: event.type,
     ...modeOf(event),
@@ -108,11 +122,12 @@ export function plainAlert(event: PlainEvent, preferences: Preferences, scope: G
     cardDelivered = false;
   }
   return {
+    // No pushType: an alert is APNs' default, and the reference's notification (what
+    // APNS_CAPTURE_PATH writes) carries none.
     notification: {
-      payload,
       collapseId: `${event.type}:${scopeToken(scope.gatewayId, event.sessionId ?? event.eventId)}`,
+      payload,
       threadId,
-      pushType: 'alert',
     },
     cardDelivered,
   };
@@ -139,17 +154,19 @@ export function sealedRouting(event: SealedEvent, scope: GatewayScope): Record<s
 export function sealedAlert(event: SealedEvent, preferences: Preferences, scope: GatewayScope): AlertPush {
   const generic = genericCopy(event.type);
   const token = scopeToken(scope.gatewayId, event.e2e.tok);
-  const aps: Record<string, unknown> = { alert: { title: generic.title, body: generic.body }, 'mutable-content': 1 };
+  // Keys in the reference's order, so a captured payload reads the same byte for byte.
+  const aps: Record<string, unknown> = { alert: { title: generic.title, body: generic.body } };
   const sound = soundFor(event.type, preferences);
   if (sound) aps.sound = sound;
   if (event.type === 'call.requested') aps.category = 'HERMES_CALL';
+  aps['mutable-content'] = 1;
   aps['thread-id'] = token;
   const routing = sealedRouting(event, scope);
   const payload: Record<string, unknown> = {
     aps,
+    conduit_e2e: event.e2e,
     body: { conduit: { ...routing } },
     conduit: { ...routing },
-    conduit_e2e: event.e2e,
   };
   let envelopeKept = true;
   if (byteLength(payload) > FIXED_LIMITS.maxStructuredPayloadBytes) {
@@ -160,7 +177,7 @@ export function sealedAlert(event: SealedEvent, preferences: Preferences, scope:
   }
   const cardDelivered = envelopeKept && (event.clarify?.card ?? false) && preferences.decision_cards !== false;
   return {
-    notification: { payload, collapseId: `${event.type}:${token}`, threadId: token, pushType: 'alert' },
+    notification: { collapseId: `${event.type}:${token}`, payload, threadId: token },
     cardDelivered,
   };
 }

@@ -26,13 +26,15 @@ export function callPushFor(
   scope: GatewayScope,
   options: { topic: string; nowMs: number; ring?: RingTicket },
 ): ApnsNotification | null {
-  const sentAt = options.nowMs;
+  // Integer UNIX seconds, as the reference stamps it (nowSeconds): the phone compares it with its own
+  // clock to show a late push as a missed call instead of ringing.
+  const sentAt = Math.floor(options.nowMs / 1000);
   let payload: Record<string, unknown>;
   if (event.e2e) {
     const routing = sealedRouting(event, scope);
     const stub: Record<string, unknown> = { ...routing, sent_at: sentAt };
     if (options.ring) stub.ring = options.ring;
-    payload = { aps: {}, body: { conduit: { ...stub } }, conduit: { ...stub }, conduit_e2e: event.e2e };
+    payload = { aps: {}, conduit_e2e: event.e2e, body: { conduit: { ...stub } }, conduit: { ...stub } };
   } else {
     if (!event.call) return null;
     const routing: Record<string, unknown> = {
@@ -60,7 +62,7 @@ export function callPushFor(
     payload,
     pushType: 'voip',
     topic: `${options.topic}.voip`,
-    expiration: Math.floor(options.nowMs / 1000) + CALL_EXPIRATION_S,
+    expiration: sentAt + CALL_EXPIRATION_S,
   };
 }
 

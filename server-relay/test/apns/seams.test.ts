@@ -96,16 +96,26 @@ describe('APNS_MODE seams', () => {
     expect(statSync(path).mode & 0o777).toBe(0o600);
   });
 
-  it('tightens an existing capture file to 0600 and captures even when the mode rejects', async () => {
+  it('writes only pushes APNs took: a rejecting mode and a refused VoIP push leave no line (as the reference)', async () => {
     const path = join(dir, 'loose.jsonl');
     writeFileSync(path, '', { mode: 0o644 });
-    const sender = createApnsSender(
+    const rejecting = createApnsSender(
       apnsOptionsFromEnv({ APNS_TOPIC: TOPIC, APNS_CAPTURE_PATH: path, APNS_MODE: 'reject' }),
     );
-    expect((await sender.send(TOKEN, alert)).status).toBe(403);
-    await sender.close();
+    expect((await rejecting.send(TOKEN, alert)).status).toBe(403);
+    await rejecting.close();
+    expect(readFileSync(path, 'utf8')).toBe('');
+    const refusingVoip = createApnsSender(
+      apnsOptionsFromEnv({ APNS_TOPIC: TOPIC, APNS_CAPTURE_PATH: path, APNS_VOIP_FAILURE: 'Unregistered' }),
+    );
+    expect((await refusingVoip.send(TOKEN, voip)).status).toBe(410);
+    expect((await refusingVoip.send(TOKEN, alert)).ok).toBe(true);
+    await refusingVoip.close();
+    // The first line written also narrows a file an older relay left 0644.
     expect(statSync(path).mode & 0o777).toBe(0o600);
-    expect(readFileSync(path, 'utf8').split('\n')).toHaveLength(2);
+    expect(capturedLines(path)).toEqual([
+      { deviceToken: TOKEN, notification: { collapseId: 'c1', payload: alert.payload, threadId: 't1' } },
+    ]);
   });
 
   it('APNS_VOIP_FAILURE refuses VoIP sends only: Unregistered as 410, other reasons as 400, throw rejects', async () => {

@@ -84,7 +84,12 @@ describe('call.requested with a phone PushKit token', () => {
       conduit: Record<string, unknown>;
     };
     expect(payload.aps).toEqual({});
-    expect(payload.conduit).toEqual({ ...routing, sent_at: expect.any(Number) as unknown });
+    // Integer UNIX seconds (the reference's nowSeconds), taken while the event was handled.
+    const sentAt = payload.conduit.sent_at as number;
+    expect(Number.isInteger(sentAt)).toBe(true);
+    expect(sentAt).toBeGreaterThanOrEqual(started);
+    expect(sentAt).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
+    expect(payload.conduit).toEqual({ ...routing, sent_at: sentAt });
     expect(payload.body.conduit).toEqual({
       ...routing,
       sent_at: payload.conduit.sent_at,
