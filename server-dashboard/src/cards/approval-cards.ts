@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { ApprovalAnswerResult, HermesApi } from '@conduit/contracts/hermes/api-client';
 import type { Logger } from '../log.js';
 import { hookString, type HookPayload } from '../bridge/hook-payload.js';
 import { isDecisionCapacityFull, type Settlement } from '../delivery/outcome.js';
@@ -8,7 +9,6 @@ import type { ApprovalBook, ParkedApproval } from './approval-book.js';
 import { PENDING_TTL_MS } from './approval-book.js';
 import type { ClarifyPairing } from './clarify-loop.js';
 import { awaitDecisionAnswer, type DecisionPollPorts } from './decision-poll.js';
-import type { ApprovalAnswerResult, HermesApi } from '../kernel/hermes-api.js';
 
 /** The choices Hermes' API server takes (spec/hermes/SURFACES.md §1). */
 export type ApprovalChoice = 'once' | 'session' | 'always' | 'deny';

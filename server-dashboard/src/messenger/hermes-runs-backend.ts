@@ -1,11 +1,11 @@
 /**
- * AgentBackend over the Hermes API server (spec/hermes/SURFACES.md §1), through the service's one
- * Hermes API client (kernel/hermes-api.ts): a turn is a run, its lifecycle events become TurnEvents,
- * and the client's answers become the backend's errors. The run's Idempotency-Key comes from the
- * inbound Relay event, so a turn replayed after a crash re-attaches to the same run instead of
- * starting a second one.
+ * AgentBackend over the Hermes API server (spec/hermes/SURFACES.md §1), through the suite's one
+ * Hermes API client (contracts/src/hermes/api-client.ts): a turn is a run, its lifecycle events (as
+ * contracts/src/hermes/runs.ts declares them) become TurnEvents, and the client's answers become the
+ * backend's errors. The run's Idempotency-Key comes from the inbound Relay event, so a turn replayed
+ * after a crash re-attaches to the same run instead of starting a second one.
  */
-import { hermesApiClient, type HermesApi, type RunInputMessage } from '../kernel/hermes-api.js';
+import { hermesApiClient, type HermesApi, type RunInputMessage } from '@conduit/contracts/hermes/api-client';
 import {
   AgentRunFailedError,
   AgentTurnError,
@@ -90,16 +90,16 @@ export class HermesRunsBackend implements AgentBackend {
         case 'approval.request':
           yield {
             kind: 'approval',
-            requestId: typeof e['request_id'] === 'string' ? e['request_id'] : null,
-            command: typeof e['command'] === 'string' ? e['command'] : '',
-            description: typeof e['description'] === 'string' ? e['description'] : '',
+            requestId: e.request_id ?? null,
+            command: e.command ?? '',
+            description: e.description ?? '',
           };
           break;
         case 'run.completed':
-          yield { kind: 'completed', output: typeof e['output'] === 'string' ? e['output'] : '' };
+          yield { kind: 'completed', output: e.output ?? '' };
           return;
         case 'run.failed':
-          yield { kind: 'failed', error: typeof e['error'] === 'string' ? e['error'] : 'run failed' };
+          yield { kind: 'failed', error: e.error ?? 'run failed' };
           return;
         case 'run.cancelled':
           yield { kind: 'cancelled' };

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { hermesApiClient, type HermesRunEvent } from '../../src/kernel/hermes-api.js';
+import { hermesApiClient } from '../../src/hermes/api-client.js';
+import type { HermesRunEvent } from '../../src/hermes/runs.js';
 
 /** Records every request; answers from the handler the test sets. */
 class RecordingServer {
@@ -122,5 +123,62 @@ describe('the Hermes API client', () => {
     const down = hermesApiClient({ url: 'http://127.0.0.1:9', key: 'k' });
     expect((await down.startRun({ input: 'd' })).outcome).toBe('unreachable');
     expect((await down.runEvents('r')).outcome).toBe('unreachable');
+  });
+
+  it('yields the events runs.ts declares, skipping keepalives, [DONE], unreadable frames and other names', async () => {
+    hermes.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(
+        ': keepalive\n\n' +
+          'id: 1\ndata: {"event":"message.delta","run_id":"r","delta":"Hi"}\n\n' +
+          'data: {"event":"tool.started","tool":"search","preview":"q"}\n\n' +
+          'data: {"event":"hermes.someday","x":1}\n\n' +
+          'data: not json\n\n' +
+          'data: [DONE]\n\n' +
+          'data: {"no":"event"}\n\n' +
+          'data: {"event":"run.completed","output":7}\n\n' +
+          ': stream closed\n\n',
+      );
+    };
+    const stream = await hermesApiClient({ url: hermes.url, key: 'k' }).runEvents('r');
+    const events: HermesRunEvent[] = [];
+    if (stream.outcome === 'streaming') for await (const e of stream.events) events.push(e);
+    expect(events.map((e) => e.event)).toEqual(['message.delta', 'tool.started', 'run.completed']);
+    expect(events[0]).toMatchObject({ delta: 'Hi', run_id: 'r' });
+    // An output that is not text reads as absent; the run still ends.
+    expect(events[2]).toEqual({ event: 'run.completed', output: undefined });
+  });
+
+  it('drops a last event the stream ends in the middle of (no blank line after it)', async () => {
+    hermes.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('data: {"event":"message.delta","delta":"a"}\n\ndata: {"event":"run.completed","output":"a"}\n');
+    };
+    const stream = await hermesApiClient({ url: hermes.url, key: 'k' }).runEvents('r');
+    const events: HermesRunEvent[] = [];
+    if (stream.outcome === 'streaming') for await (const e of stream.events) events.push(e);
+    expect(events.map((e) => e.event)).toEqual(['message.delta']);
+  });
+
+  it("a caller's signal gives up on a run start and ends an event stream, yielding nothing after the abort", async () => {
+    hermes.handler = (req, res) => {
+      if (req.url === '/v1/runs') return; // never answers
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"event":"message.delta","delta":"one"}\n\ndata: {"event":"message.delta","delta":"two"}\n\n');
+    };
+    const api = hermesApiClient({ url: hermes.url, key: 'k' });
+    const start = new AbortController();
+    setTimeout(() => start.abort(), 50);
+    expect((await api.startRun({ input: 'x' }, { signal: start.signal })).outcome).toBe('unreachable');
+
+    const reading = new AbortController();
+    const stream = await api.runEvents('r', { signal: reading.signal });
+    const deltas: unknown[] = [];
+    if (stream.outcome === 'streaming')
+      for await (const e of stream.events) {
+        deltas.push(e.event === 'message.delta' ? e.delta : e.event);
+        reading.abort();
+      }
+    expect(deltas).toEqual(['one']);
   });
 });

@@ -3,8 +3,12 @@
  * says (WHATWG HTML, "Interpreting an event stream"): lines end in CRLF, LF or a lone CR; a line
  * starting with `:` is a comment; `data:` lines of one event are joined with LF; an empty line
  * dispatches; an event without data is not dispatched; an event the stream ends in the middle of is
- * dropped. Bytes may be split anywhere — inside a UTF-8 sequence or between the CR and LF of one line
- * ending — so the parser keeps what it has not finished between chunks.
+ * dropped (it was never dispatched, and a cut connection could have truncated it). Bytes may be split
+ * anywhere — inside a UTF-8 sequence or between the CR and LF of one line ending — so the parser keeps
+ * what it has not finished between chunks.
+ *
+ * The suite's one SSE reader: the Hermes API client (`./api-client.ts`) and the voice gateway's
+ * OpenAI-compatible chat agent read their streams through it.
  */
 
 /** One dispatched event. */
@@ -99,24 +103,44 @@ export class SseParser {
   }
 }
 
+export interface ReadSseOptions {
+  /**
+   * Once aborted, no further event is yielded — not even one already received — and the body is
+   * cancelled, so a caller never acts on what arrives for a cancelled request.
+   */
+  signal?: AbortSignal;
+}
+
 /**
- * The events of an SSE response body. Stopping early (a `return` or `break` in the consumer) cancels
- * the body, so the connection is released rather than left streaming.
+ * The events of an SSE response body. Stopping early (a `return` or `break` in the consumer, or the
+ * signal) cancels the body, so the connection is released rather than left streaming. The stream's
+ * end ends the events quietly, with an unfinished last event dropped; an aborted signal does too, so
+ * a caller that cares asks its signal afterwards.
  */
-export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+export async function* readSse(
+  body: ReadableStream<Uint8Array>,
+  options: ReadSseOptions = {},
+): AsyncGenerator<SseEvent> {
+  const { signal } = options;
   const parser = new SseParser();
   const reader = body.getReader();
+  const cancel = () => void reader.cancel().catch(() => undefined);
+  signal?.addEventListener('abort', cancel, { once: true });
   let finished = false;
   try {
-    for (;;) {
+    while (!signal?.aborted) {
       const chunk = await reader.read();
       if (chunk.done) {
         finished = true;
         return;
       }
-      yield* parser.push(chunk.value);
+      for (const event of parser.push(chunk.value)) {
+        if (signal?.aborted) return;
+        yield event;
+      }
     }
   } finally {
+    signal?.removeEventListener('abort', cancel);
     if (!finished) await reader.cancel().catch(() => undefined);
     reader.releaseLock();
   }

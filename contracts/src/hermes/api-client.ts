@@ -1,11 +1,11 @@
-import { z } from 'zod';
+import { hermesRunEvent, runCreated, type HermesRunEvent } from './runs.js';
 import { readSse } from './sse-reader.js';
 
 /**
- * The Hermes API server (spec/hermes/SURFACES.md §1), the one client of it in this service: start a
+ * The Hermes API server (spec/hermes/SURFACES.md §1), the one client of it in the suite: start a
  * run (`POST /v1/runs`), read its lifecycle events (`GET /v1/runs/{id}/events`, SSE), answer its
- * approval (`POST /v1/runs/{id}/approval`) and stop it (`POST /v1/runs/{id}/stop`). Approval cards
- * and the messenger's agent backend both go through it.
+ * approval (`POST /v1/runs/{id}/approval`) and stop it (`POST /v1/runs/{id}/stop`). The host's
+ * approval cards, the messenger's agent backend and the voice gateway's Hermes agent all go through it.
  *
  * Every request carries the server's bearer key and refuses redirects (a redirect could carry the key
  * elsewhere); the key never reaches a log line or an error message. Failures are answered as values,
@@ -37,11 +37,18 @@ export interface RunRequest {
   instructions?: string;
 }
 
-export interface RunHeaders {
+export interface RunStartOptions {
   /** Replays of the same key and body re-attach to the run instead of starting a second one. */
   idempotencyKey?: string;
   /** `X-Hermes-Session-Id`: the Hermes session the run continues. */
   sessionId?: string;
+  /** Gives up on the request (answered as `unreachable`); the caller asks its signal why. */
+  signal?: AbortSignal;
+}
+
+export interface RunEventsOptions {
+  /** Ends the stream: no event is yielded once it aborts, not even one already received. */
+  signal?: AbortSignal;
 }
 
 export type RunStart =
@@ -54,10 +61,6 @@ export type RunStart =
   /** `reason` is the transport's message (no URL, no key). */
   | { outcome: 'unreachable'; reason: string };
 
-/** One lifecycle event of a run: its name in `event` (`message.delta`, `approval.request`, `run.completed`, …). */
-export const hermesRunEvent = z.looseObject({ event: z.string() });
-export type HermesRunEvent = z.infer<typeof hermesRunEvent>;
-
 export type RunEvents =
   | { outcome: 'streaming'; events: AsyncGenerator<HermesRunEvent> }
   | { outcome: 'refused'; status: number }
@@ -66,16 +69,17 @@ export type RunEvents =
 export type ApprovalAnswerResult = 'accepted' | 'run_not_found' | 'refused' | 'unreachable';
 
 export interface HermesApi {
-  startRun(request: RunRequest, headers?: RunHeaders): Promise<RunStart>;
-  /** The run's events; the stream ends when Hermes closes it (after its terminal event). */
-  runEvents(runId: string): Promise<RunEvents>;
+  startRun(request: RunRequest, options?: RunStartOptions): Promise<RunStart>;
+  /**
+   * The run's events (those `./runs.ts` declares; keepalives, `[DONE]`, unreadable frames and events
+   * of other names are skipped); the stream ends when Hermes closes it (after its terminal event).
+   */
+  runEvents(runId: string, options?: RunEventsOptions): Promise<RunEvents>;
   /** `{choice, request_id?}`; an early Hermes without request ids answers the oldest pending approval. */
   answerApproval(runId: string, choice: string, requestId: string | undefined): Promise<ApprovalAnswerResult>;
   /** Whether Hermes took the stop (it answers `status: stopping`). */
   stopRun(runId: string): Promise<boolean>;
 }
-
-const runCreated = z.looseObject({ run_id: z.string().min(1) });
 
 export function hermesApiClient(options: HermesApiOptions): HermesApi {
   const doFetch = options.fetch ?? fetch;
@@ -84,34 +88,46 @@ export function hermesApiClient(options: HermesApiOptions): HermesApi {
 
   function request(
     url: string,
-    init: { method?: 'POST'; headers?: Record<string, string>; body?: unknown; stream?: boolean },
+    init: {
+      method?: 'POST';
+      headers?: Record<string, string>;
+      body?: unknown;
+      stream?: boolean;
+      signal?: AbortSignal | undefined;
+    },
   ): Promise<Response> {
     const headers: Record<string, string> = { ...init.headers };
     if (options.key !== null) headers.authorization = `Bearer ${options.key}`;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     // An event stream is never cut: a run waiting on an approval sends nothing but keepalives for minutes.
     const timeoutMs = init.stream ? undefined : options.timeoutMs;
+    const signals = [
+      ...(timeoutMs !== undefined ? [AbortSignal.timeout(timeoutMs)] : []),
+      ...(init.signal ? [init.signal] : []),
+    ];
+    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     return doFetch(url, {
       method: init.method ?? 'GET',
       headers,
       ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
       redirect: 'manual',
-      ...(timeoutMs !== undefined ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
+      ...(signal ? { signal } : {}),
     });
   }
 
   return {
-    async startRun(body, headers = {}) {
+    async startRun(body, run = {}) {
       let response: Response;
       try {
         response = await request(`${base}/v1/runs`, {
           method: 'POST',
           headers: {
             accept: 'application/json',
-            ...(headers.idempotencyKey !== undefined ? { 'idempotency-key': headers.idempotencyKey } : {}),
-            ...(headers.sessionId !== undefined ? { 'x-hermes-session-id': headers.sessionId } : {}),
+            ...(run.idempotencyKey !== undefined ? { 'idempotency-key': run.idempotencyKey } : {}),
+            ...(run.sessionId !== undefined ? { 'x-hermes-session-id': run.sessionId } : {}),
           },
           body,
+          signal: run.signal,
         });
       } catch (error) {
         return { outcome: 'unreachable', reason: reasonOf(error) };
@@ -128,10 +144,14 @@ export function hermesApiClient(options: HermesApiOptions): HermesApi {
       return created.success ? { outcome: 'started', runId: created.data.run_id } : { outcome: 'malformed' };
     },
 
-    async runEvents(runId) {
+    async runEvents(runId, stream = {}) {
       let response: Response;
       try {
-        response = await request(runPath(runId, '/events'), { headers: { accept: 'text/event-stream' }, stream: true });
+        response = await request(runPath(runId, '/events'), {
+          headers: { accept: 'text/event-stream' },
+          stream: true,
+          signal: stream.signal,
+        });
       } catch (error) {
         return { outcome: 'unreachable', reason: reasonOf(error) };
       }
@@ -139,7 +159,7 @@ export function hermesApiClient(options: HermesApiOptions): HermesApi {
         await response.body?.cancel();
         return { outcome: 'refused', status: response.status };
       }
-      return { outcome: 'streaming', events: runEventsOf(response.body) };
+      return { outcome: 'streaming', events: runEventsOf(response.body, stream.signal) };
     },
 
     async answerApproval(runId, choice, requestId) {
@@ -172,9 +192,15 @@ export function hermesApiClient(options: HermesApiOptions): HermesApi {
   };
 }
 
-/** The JSON events of a run's SSE stream; keepalive comments, `[DONE]` and unreadable frames are skipped. */
-async function* runEventsOf(body: ReadableStream<Uint8Array>): AsyncGenerator<HermesRunEvent> {
-  for await (const frame of readSse(body)) {
+/**
+ * The JSON events of a run's SSE stream; keepalive comments, `[DONE]`, unreadable frames and events
+ * of names `./runs.ts` does not declare are skipped.
+ */
+async function* runEventsOf(
+  body: ReadableStream<Uint8Array>,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<HermesRunEvent> {
+  for await (const frame of readSse(body, signal ? { signal } : {})) {
     if (frame.data === '' || frame.data === '[DONE]') continue;
     let json: unknown;
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readSse, SseParser, type SseEvent } from '../../src/kernel/sse-reader.js';
+import { readSse, SseParser, type SseEvent } from '../../src/hermes/sse-reader.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
@@ -122,6 +122,70 @@ describe('the SSE reader', () => {
       expect(e.data).toBe('one');
       break;
     }
+    expect(cancelled).toBe(true);
+  });
+
+  it('readSse reads a body fed one character at a time: comments, CRLF, a named event, multi-line data', async () => {
+    const text = ': hi\r\nevent: a\r\ndata: 1\r\ndata: 2\r\n\r\ndata: {"x":1}\n\n';
+    const seen: SseEvent[] = [];
+    for await (const e of readSse(streamOf([...text]))) seen.push(e);
+    expect(seen).toEqual([event('1\n2', 'a'), event('{"x":1}')]);
+  });
+
+  it('readSse stops at an abort without yielding events already received, and cancels the body', async () => {
+    let cancelled = false;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes('data: 1\n\ndata: 2\n\ndata: 3'));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    const controller = new AbortController();
+    const seen: string[] = [];
+    for await (const e of readSse(body, { signal: controller.signal })) {
+      seen.push(e.data);
+      controller.abort();
+    }
+    expect(seen).toEqual(['1']);
+    expect(cancelled).toBe(true);
+  });
+
+  it('readSse ends when the signal aborts while it waits for bytes', async () => {
+    let cancelled = false;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes('data: one\n\n'));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    const controller = new AbortController();
+    const seen: string[] = [];
+    for await (const e of readSse(body, { signal: controller.signal })) {
+      seen.push(e.data);
+      // Nothing more arrives: only the abort ends the wait for the next chunk.
+      setTimeout(() => controller.abort(), 10);
+    }
+    expect(seen).toEqual(['one']);
+    expect(cancelled).toBe(true);
+  });
+
+  it('readSse with a signal already aborted yields nothing and cancels the body', async () => {
+    let cancelled = false;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes('data: one\n\n'));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    const seen: SseEvent[] = [];
+    for await (const e of readSse(body, { signal: AbortSignal.abort() })) seen.push(e);
+    expect(seen).toEqual([]);
     expect(cancelled).toBe(true);
   });
 });
