@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { launch, type Launched } from './launch.js';
+import { assertPortFree, launch, type Launched } from './launch.js';
 
 export interface SuitePorts {
   relay: number;
@@ -16,7 +16,31 @@ export interface SuitePorts {
 
 export const DEFAULT_PORTS: SuitePorts = { relay: 9120, host: 9119, voice: 9130 };
 
+/** The APNs topic the suite's relay serves; a simulated phone registers with it as its bundle id. */
+export const SUITE_APNS_TOPIC = 'dev.conduit.local';
+
+/** Where, under the data folder, the relay writes each push instead of sending it to Apple. */
+export const CAPTURE_FILE = 'relay-apns-capture.jsonl';
+
+const SERVER_NAMES: Record<keyof SuitePorts, string> = { relay: 'relay', host: 'host', voice: 'voice' };
+
+/**
+ * Fails with PortInUseError for the first of the suite's ports another program holds. Checked for all
+ * three before anything starts, so a taken host or voice port is reported without a relay (or a data
+ * folder a caller is about to reset) being touched first.
+ */
+export async function assertPortsFree(ports: SuitePorts): Promise<void> {
+  for (const server of Object.keys(SERVER_NAMES) as (keyof SuitePorts)[]) {
+    await assertPortFree(ports[server], SERVER_NAMES[server]);
+  }
+}
+
 export interface Suite {
+  dataDir: string;
+  /** The Hermes home the host service serves. */
+  hermesHome: string;
+  /** The JSONL file the relay appends every push to (APNs capture mode). */
+  capturePath: string;
   relay: Launched;
   host: Launched;
   voice: Launched;
@@ -46,9 +70,15 @@ export async function startSuite(
   dataDir: string,
   ports: SuitePorts = DEFAULT_PORTS,
   hermesHome: string = path.join(dataDir, 'hermes'),
+  options: {
+    /** More environment for the host service (the demo points it at its Hermes stand-in). */
+    hostEnv?: Record<string, string>;
+  } = {},
 ): Promise<Suite> {
+  await assertPortsFree(ports);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const voiceApiKey = localSecret(dataDir, 'voice-api-key');
+  const capturePath = path.join(dataDir, CAPTURE_FILE);
   const started: Launched[] = [];
   try {
     const relay = await launch({
@@ -61,9 +91,9 @@ export async function startSuite(
         DATA_PATH: path.join(dataDir, 'relay.sqlite'),
         // No Apple account locally: pushes are accepted and written to a capture file instead.
         PUBLIC_URL: 'https://localhost',
-        APNS_TOPIC: 'dev.conduit.local',
+        APNS_TOPIC: SUITE_APNS_TOPIC,
         APNS_MODE: 'accept',
-        APNS_CAPTURE_PATH: path.join(dataDir, 'relay-apns-capture.jsonl'),
+        APNS_CAPTURE_PATH: capturePath,
       },
       readyPath: '/healthz',
     });
@@ -76,6 +106,7 @@ export async function startSuite(
         CONDUIT_HOST_BIND: '127.0.0.1',
         CONDUIT_HOST_PORT: String(ports.host),
         HERMES_HOME: hermesHome,
+        ...options.hostEnv,
       },
       readyPath: '/api/plugins/conduit_push/capabilities',
     });
@@ -101,6 +132,9 @@ export async function startSuite(
       }
     });
     return {
+      dataDir,
+      hermesHome,
+      capturePath,
       relay,
       host,
       voice,
