@@ -1,7 +1,7 @@
+import { readSse } from '@conduit/contracts/hermes/sse-reader';
 import { z } from 'zod';
 import type { AgentBackend, AgentEvent, AgentTurn } from './agent-backend.js';
 import { AgentError } from './agent-backend.js';
-import { readSse } from './sse.js';
 
 type ChatMessage =
   | { role: 'system' | 'user'; content: string }
@@ -142,7 +142,8 @@ export class OpenAiChatAgent implements AgentBackend {
     }
     if (!response.ok || !response.body)
       throw new AgentError(`chat endpoint answered ${response.status}`, response.status);
-    for await (const frame of readSse(response.body, turn.signal)) {
+    // The suite's one SSE reader: a chunk counts once the blank line after it has arrived.
+    for await (const frame of readSse(response.body, { signal: turn.signal })) {
       if (frame.data === '[DONE]') return;
       let json: unknown;
       try {

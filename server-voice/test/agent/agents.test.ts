@@ -3,7 +3,6 @@ import type { AgentEvent, AgentTurn } from '../../src/agent/agent-backend.js';
 import { ECHO_PREFIX, EchoAgent } from '../../src/agent/echo-agent.js';
 import { HermesRunsAgent } from '../../src/agent/hermes-runs-agent.js';
 import { OpenAiChatAgent } from '../../src/agent/openai-chat-agent.js';
-import { readSse } from '../../src/agent/sse.js';
 import { startFakeUpstreams, type FakeUpstreams } from '../../src/testing/fake-upstreams.js';
 
 let upstream: FakeUpstreams | null = null;
@@ -129,37 +128,93 @@ describe('HermesRunsAgent', () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(upstream.stopped).toEqual(['run_1']);
   });
-});
 
-describe('readSse', () => {
-  it('parses events split across chunks, multi-line data, comments and CRLF', async () => {
-    const text = ': hi\r\nevent: a\r\ndata: 1\r\ndata: 2\r\n\r\ndata: {"x":1}\n\n';
-    const stream = new ReadableStream<Uint8Array>({
-      start(controller) {
-        for (const char of text) controller.enqueue(new TextEncoder().encode(char));
-        controller.close();
-      },
-    });
-    const frames = [];
-    for await (const frame of readSse(stream)) frames.push(frame);
-    expect(frames).toEqual([
-      { event: 'a', data: '1\n2' },
-      { event: 'message', data: '{"x":1}' },
+  it('a reply revised at a tool boundary ends in a snapshot of the output; tool events are not spoken', async () => {
+    const hermes = stubHermes(
+      sse({ event: 'message.delta', delta: 'Let me check. ' }) +
+        sse({ event: 'tool.started', tool: 'clock', preview: 'now' }) +
+        sse({ event: 'tool.completed', tool: 'clock', duration: 0.1, error: false }) +
+        sse({ event: 'message.delta', delta: 'It is noon.' }) +
+        sse({ event: 'run.completed', output: 'It is noon.' }),
+    );
+    const agent = new HermesRunsAgent({ baseUrl: 'http://hermes.test/p/work', apiKey: 'k', fetch: hermes.fetch });
+    const { events, final } = await collect(agent.respond(turn('time?')));
+    expect(events).toEqual([
+      { type: 'delta', text: 'Let me check. ' },
+      { type: 'delta', text: 'It is noon.' },
+      { type: 'snapshot', text: 'It is noon.' },
+    ]);
+    expect(final).toBe('It is noon.');
+    expect(hermes.requests).toEqual([
+      ['POST', 'http://hermes.test/p/work/v1/runs', 'Bearer k', 'call_a'],
+      ['GET', 'http://hermes.test/p/work/v1/runs/run_9/events', 'Bearer k', undefined],
     ]);
   });
 
-  it('stops at an abort without yielding frames already buffered', async () => {
-    const stream = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(new TextEncoder().encode('data: 1\n\ndata: 2\n\ndata: 3'));
+  it('a stream that ends inside its run.completed (no blank line after it) fails the turn', async () => {
+    // The SSE standard dispatches an event only at the blank line after it: a stream cut there may
+    // have cut the event too, so the reply is not taken as complete.
+    const hermes = stubHermes(
+      sse({ event: 'message.delta', delta: 'Half' }) +
+        `data: ${JSON.stringify({ event: 'run.completed', output: 'Half' })}\n`,
+    );
+    const agent = new HermesRunsAgent({ baseUrl: 'http://hermes.test', apiKey: '', fetch: hermes.fetch });
+    const generator = agent.respond(turn('x'));
+    expect(await generator.next()).toEqual({ done: false, value: { type: 'delta', text: 'Half' } });
+    await expect(collect(generator)).rejects.toThrow('Hermes event stream ended before the run completed');
+    expect(hermes.requests.every(([, , authorization]) => authorization === undefined)).toBe(true);
+  });
+
+  it('maps a refused run, a run failure and a redirect (never followed) to agent errors', async () => {
+    const refused = new HermesRunsAgent({
+      baseUrl: 'http://hermes.test',
+      apiKey: 'k',
+      fetch: async () => new Response('{"error":"too_many_runs"}', { status: 429 }),
+    });
+    await expect(collect(refused.respond(turn('x')))).rejects.toMatchObject({
+      message: 'Hermes refused the run (429)',
+      status: 429,
+    });
+    const redirects: RequestInit['redirect'][] = [];
+    const redirected = new HermesRunsAgent({
+      baseUrl: 'http://hermes.test',
+      apiKey: 'k',
+      fetch: async (_url, init) => {
+        redirects.push(init?.redirect);
+        return new Response(null, { status: 307, headers: { location: 'http://elsewhere.test/' } });
       },
     });
-    const controller = new AbortController();
-    const frames = [];
-    for await (const frame of readSse(stream, controller.signal)) {
-      frames.push(frame.data);
-      controller.abort();
-    }
-    expect(frames).toEqual(['1']);
+    await expect(collect(redirected.respond(turn('x')))).rejects.toThrow('Hermes refused the run (307)');
+    expect(redirects).toEqual(['manual']);
+    const failed = new HermesRunsAgent({
+      baseUrl: 'http://hermes.test',
+      apiKey: 'k',
+      fetch: stubHermes(sse({ event: 'run.failed', error: 'boom' })).fetch,
+    });
+    await expect(collect(failed.respond(turn('x')))).rejects.toThrow('Hermes run failed');
   });
 });
+
+/** One SSE frame as Hermes writes it. */
+function sse(event: Record<string, unknown>): string {
+  return `data: ${JSON.stringify(event)}\n\n`;
+}
+
+/** A Hermes API server stand-in as a fetch: run_9 starts, and its events are `events`. */
+function stubHermes(events: string) {
+  const requests: [string, string, string | undefined, string | undefined][] = [];
+  const fetch = async (url: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const headers = new Headers(init?.headers);
+    requests.push([
+      init?.method ?? 'GET',
+      String(url),
+      headers.get('authorization') ?? undefined,
+      headers.get('x-hermes-session-id') ?? undefined,
+    ]);
+    if (String(url).endsWith('/v1/runs')) return Response.json({ run_id: 'run_9', status: 'queued' }, { status: 202 });
+    if (String(url).endsWith('/events'))
+      return new Response(events, { headers: { 'content-type': 'text/event-stream' } });
+    return Response.json({ status: 'stopping' });
+  };
+  return { fetch, requests };
+}
