@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { isProfileName } from '@conduit/contracts/dashboard/profile';
 import { AudioSettingsError, audioSettingsFromEnv, parseAudioSettings, type AudioSettings } from './audio/settings.js';
 import { parseIceServers, type IceServer } from './signalling/ice-servers.js';
 
@@ -57,14 +58,15 @@ export interface VoiceConfig {
 
 export class ConfigError extends Error {}
 
-const PROFILE_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
-
-/** The profile name: HERMES_HOME's basename when it sits in a `profiles` folder and is a valid name, else `default`. */
+/**
+ * The profile name: HERMES_HOME's basename when it sits in a `profiles` folder and is a valid name (the
+ * suite's one profile-name rule, contracts/src/dashboard/profile.ts), else `default`.
+ */
 export function profileFromHermesHome(hermesHome: string | undefined): string {
   if (!hermesHome) return 'default';
   const resolved = path.resolve(hermesHome);
   const name = path.basename(resolved);
-  return path.basename(path.dirname(resolved)) === 'profiles' && PROFILE_NAME.test(name) ? name : 'default';
+  return path.basename(path.dirname(resolved)) === 'profiles' && isProfileName(name) ? name : 'default';
 }
 
 /** Defaults for the tests and for `loadConfig`; every bound has one place. */
