@@ -283,7 +283,14 @@ describe('host service with a real relay', { timeout: 180_000 }, () => {
         ],
         ['input.needed', { title: 'Input needed · Release prep', body: 'Which release should ship?' }],
         ['response.ready', { title: 'Release prep', body: 'Done The build folder is gone. Shipping v1.4.' }],
-        ['turn.failed', { title: 'Turn failed', body: 'Hermes could not finish a turn.' }],
+        // The reference's generic copy, with the context line (previews on, the event has no body).
+        [
+          'turn.failed',
+          {
+            title: 'Turn failed',
+            body: 'A Hermes turn could not be completed.\nProfile: default · Session: …0_d4e5f6',
+          },
+        ],
       ].map(([type, alert]) => [type, expect.objectContaining(alert as object)]) as unknown[],
     );
     expect(pushes[0]?.notification.payload.body?.conduit?.decision).toEqual({
