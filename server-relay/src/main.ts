@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { Db } from '@conduit/prisma';
+import type { Db, Provider } from '@conduit/prisma';
 import { ConfigError, loadConfig, sqlitePathFor, type RelayConfig } from './config.js';
 import { LimitError, readLimits } from './limits.js';
 
@@ -11,7 +11,8 @@ const failures: (new (...args: never[]) => Error)[] = [ConfigError, LimitError];
 /**
  * `npm run relay` — serve, configured only by the environment (README).
  * `npm run relay -- import-json FILE` — import a reference relay's JSON store once.
- * `npm run storage:status` / `npm run storage:prune-inactive [-- --apply --relay-stopped]` — maintenance.
+ * `npm run storage:status [-- PATH]` / `npm run storage:prune-inactive [-- PATH] [--apply --relay-stopped]` —
+ * maintenance; PATH defaults to DATA_PATH, as the reference's tools take it.
  */
 
 function databaseUrlFromEnv(): string {
@@ -22,40 +23,82 @@ function databaseUrlFromEnv(): string {
   return path.resolve(sqlitePathFor(dataPath));
 }
 
-async function withDb<T>(work: (db: Db) => Promise<T>): Promise<T> {
-  const url = databaseUrlFromEnv();
-  const { createDb, migrate } = await import('@conduit/prisma');
+async function loadDatabaseState() {
+  const module = await import('./store/database-state.js');
+  failures.push(module.ForeignDatabaseError);
+  return module;
+}
+
+/** Opens the relay's database for a command: a foreign SQLite file is refused, migrations are applied. */
+async function withDb<T>(url: string, work: (db: Db, provider: Provider) => Promise<T>): Promise<T> {
+  const { createDb, migrate, providerOf } = await import('@conduit/prisma');
+  const { assertRelayMayUse } = await loadDatabaseState();
   const { secureSqliteFiles } = await import('./store/sqlite-files.js');
+  await assertRelayMayUse(url);
   secureSqliteFiles(url);
   await migrate(url);
   const db = createDb(url);
   try {
-    return await work(db);
+    return await work(db, providerOf(url));
   } finally {
     await db.$disconnect();
   }
 }
 
-/** A reference deployment points DATA_PATH at relay.json: import it on first boot, then use the database. */
+/**
+ * A reference deployment points DATA_PATH at relay.json: import it on first boot, then use the
+ * database. The file is read and checked before anything is created, so a malformed relay.json stops
+ * the boot with its one-line reason and leaves no empty database beside it.
+ */
 async function importOnBoot(config: RelayConfig): Promise<void> {
   if (!config.dataPath.endsWith('.json') || !existsSync(config.dataPath)) return;
-  const { createDb, migrate } = await import('@conduit/prisma');
-  const { alreadyImported, importReferenceJson } = await loadImporter();
-  const { secureSqliteFiles } = await import('./store/sqlite-files.js');
-  secureSqliteFiles(config.databaseUrl);
-  await migrate(config.databaseUrl);
-  const db = createDb(config.databaseUrl);
-  try {
-    if (await alreadyImported(db)) return;
-    const summary = await importReferenceJson(db, config.dataPath);
-    console.log(JSON.stringify({ level: 'info', message: 'imported reference store', ...summary }));
-  } finally {
-    await db.$disconnect();
+  const { alreadyImported, importReferenceJson, readReferenceStore } = await loadImporter();
+  const { databaseState, ForeignDatabaseError, foreignDatabaseMessage } = await loadDatabaseState();
+  const { providerOf } = await import('@conduit/prisma');
+  const state = await databaseState(config.databaseUrl);
+  // A PostgreSQL database may hold other applications' tables beside the relay's (database-state.ts).
+  if (state === 'foreign' && providerOf(config.databaseUrl) === 'sqlite') {
+    throw new ForeignDatabaseError(foreignDatabaseMessage(config.databaseUrl));
   }
+  if (state === 'ours') {
+    const { createDb } = await import('@conduit/prisma');
+    // Checked without migrating: a relay database has StoreMeta from its first migration.
+    const db = createDb(config.databaseUrl);
+    try {
+      if (await alreadyImported(db)) return;
+    } finally {
+      await db.$disconnect();
+    }
+  }
+  const store = readReferenceStore(config.dataPath);
+  const summary = await withDb(config.databaseUrl, (db, provider) =>
+    importReferenceJson(db, provider, config.dataPath, { store }),
+  );
+  console.log(JSON.stringify({ level: 'info', message: 'imported reference store', ...summary }));
+}
+
+/** `PATH` and flags of a storage CLI; anything else is a usage error (as the reference's tools refuse it). */
+function storageArguments(command: string, rest: string[], allowed: string[]): { path?: string; flags: Set<string> } {
+  const flags = rest.filter((arg) => arg.startsWith('--'));
+  const paths = rest.filter((arg) => !arg.startsWith('--'));
+  const unknown = flags.find((flag) => !allowed.includes(flag));
+  if (unknown !== undefined || paths.length > 1 || new Set(flags).size !== flags.length) {
+    const usage = [`${command}`, '[PATH]', ...allowed.map((flag) => `[${flag}]`)].join(' ');
+    throw new ConfigError(`usage: ${usage} (PATH defaults to DATA_PATH)`);
+  }
+  return { ...(paths[0] !== undefined ? { path: paths[0] } : {}), flags: new Set(flags) };
+}
+
+async function loadStorageTarget() {
+  const module = await import('./cli/storage-target.js');
+  failures.push(module.StorageTargetError);
+  return module;
 }
 
 async function serve(): Promise<void> {
   const config = loadConfig(process.env);
+  // Registers ForeignDatabaseError: the store refuses another application's SQLite file at open.
+  await loadDatabaseState();
   await importOnBoot(config);
   const { buildApp } = await import('./app.js');
   const app = await buildApp(config);
@@ -107,25 +150,46 @@ async function main(): Promise<void> {
   if (command === 'import-json') {
     const file = rest[0];
     if (!file) throw new ConfigError('usage: npm run relay -- import-json FILE');
-    const { importReferenceJson } = await loadImporter();
-    const summary = await withDb((db) => importReferenceJson(db, file));
+    const { importReferenceJson, readReferenceStore } = await loadImporter();
+    // Checked before the database is created or migrated.
+    const store = readReferenceStore(file);
+    const summary = await withDb(databaseUrlFromEnv(), (db, provider) =>
+      importReferenceJson(db, provider, file, { store }),
+    );
     console.log(JSON.stringify(summary));
     return;
   }
   if (command === 'storage:status') {
-    const maximum = readLimits(process.env).maxInstallations;
-    const { storageStatus } = await loadMaintenance();
-    const status = await withDb((db) => storageStatus(db, maximum));
+    const args = storageArguments(command, rest, []);
+    const capacity = readLimits(process.env).maxInstallations;
+    const { resolveStorageTarget } = await loadStorageTarget();
+    const target = await resolveStorageTarget(command, args.path, process.env);
+    const { referenceStoreStatus, storageStatus } = await loadMaintenance();
+    // Registers ImportError, so a malformed relay.json is reported by its one-line message.
+    await loadImporter();
+    const status =
+      target.kind === 'reference-json'
+        ? referenceStoreStatus(target.file, capacity)
+        : await withDb(target.url, (db) => storageStatus(db, capacity));
     console.log(JSON.stringify(status));
     return;
   }
   if (command === 'storage:prune-inactive') {
-    const apply = rest.includes('--apply');
-    const relayStopped = rest.includes('--relay-stopped');
-    const backupDir = path.dirname(path.resolve(process.env.DATA_PATH?.trim() || '.'));
+    const args = storageArguments(command, rest, ['--apply', '--relay-stopped']);
+    const apply = args.flags.has('--apply');
+    const relayStopped = args.flags.has('--relay-stopped');
+    const { resolveStorageTarget, StorageTargetError } = await loadStorageTarget();
+    const target = await resolveStorageTarget(command, args.path, process.env);
+    if (target.kind === 'reference-json') {
+      throw new StorageTargetError(
+        `${target.file} is a reference relay.json this relay has not imported yet: start the relay once to import it, then prune.`,
+      );
+    }
     const { pruneInactive } = await loadMaintenance();
-    const result = await withDb((db) => pruneInactive(db, { apply, relayStopped, backupDir }));
-    console.log(JSON.stringify(apply ? result : { eligible: result.eligible, preview: true }));
+    const result = await withDb(target.url, (db) =>
+      pruneInactive(db, { apply, relayStopped, backupDir: target.folder }),
+    );
+    console.log(JSON.stringify(apply ? result : { ...result, preview: true }));
     return;
   }
   throw new ConfigError(`unknown command: ${command}`);

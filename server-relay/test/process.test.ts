@@ -224,16 +224,13 @@ describe('storage CLIs', () => {
     await store.replacePairing({ codeHash: sha('code'), installationId: 'a4', expiresAt: old, dashboardId: null });
     try {
       expect(await storageStatus(store.db, 50_000)).toEqual({
-        total: 5,
-        active: 1,
-        inactive: 4,
-        maximum: 50_000,
-        expired: 0,
+        installations: { total: 5, active: 1, inactive: 4, capacity: 50_000, expired: 0 },
       });
       const backupDir = path.dirname(dataPath);
       expect(await pruneInactive(store.db, { apply: false, relayStopped: false, backupDir })).toEqual({
         eligible: 1,
         removed: 0,
+        remaining: 5,
       });
       await expect(pruneInactive(store.db, { apply: true, relayStopped: false, backupDir })).rejects.toThrow(
         '--relay-stopped',
@@ -245,9 +242,11 @@ describe('storage CLIs', () => {
     // The CLI wiring, as an operator runs it.
     const env = baseEnv({ DATA_PATH: dataPath });
     const applied = await runRelayAsync(['storage:prune-inactive', '--apply', '--relay-stopped'], env);
-    expect(JSON.parse(applied.stdout)).toMatchObject({ eligible: 1, removed: 1 });
+    expect(JSON.parse(applied.stdout)).toMatchObject({ eligible: 1, removed: 1, remaining: 4 });
     const status = await runRelayAsync(['storage:status'], env);
-    expect(JSON.parse(status.stdout)).toEqual({ total: 4, active: 1, inactive: 3, maximum: 50_000, expired: 0 });
+    expect(JSON.parse(status.stdout)).toEqual({
+      installations: { total: 4, active: 1, inactive: 3, capacity: 50_000, expired: 0 },
+    });
     const backup = readdirSync(path.dirname(dataPath)).find((name) => name.startsWith('relay-prune.backup-'));
     expect(JSON.parse(readFileSync(path.join(path.dirname(dataPath), backup ?? ''), 'utf8'))).toMatchObject({
       installations: [{ id: 'a0' }],

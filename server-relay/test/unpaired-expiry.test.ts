@@ -94,11 +94,7 @@ describe.each(STORE_KINDS)('unpaired installations expire on %s', (kind) => {
     });
     expect(status.status).toBe(0);
     expect(JSON.parse(status.stdout)).toEqual({
-      total: CAPACITY,
-      active: CAPACITY,
-      inactive: 0,
-      maximum: CAPACITY,
-      expired: 3,
+      installations: { total: CAPACITY, active: CAPACITY, inactive: 0, capacity: CAPACITY, expired: 3 },
     });
   }, 120_000);
 });

@@ -1,6 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Db } from '@conduit/prisma';
+import { isPlainObject } from '../domain/text.js';
+import { readReferenceStore } from '../store/import-json.js';
 import { EXPIRED_INSTALLATIONS_KEY } from '../store/unpaired-expiry.js';
 
 /**
@@ -10,23 +12,45 @@ import { EXPIRED_INSTALLATIONS_KEY } from '../store/unpaired-expiry.js';
 
 export const PRUNE_AGE_MS = 30 * 24 * 60 * 60 * 1000;
 
+/**
+ * The reference's storage-status output, `{installations: {total, active, inactive, capacity}}`
+ * (capacity is RELAY_MAX_INSTALLATIONS), plus `expired`.
+ */
 export interface StorageStatus {
-  total: number;
-  active: number;
-  inactive: number;
-  maximum: number;
-  /** Installations the relay removed because nobody paired them and their phone went unseen (all time). */
-  expired: number;
+  installations: {
+    total: number;
+    active: number;
+    inactive: number;
+    capacity: number;
+    /** Installations the relay removed because nobody paired them and their phone went unseen (all time). */
+    expired: number;
+  };
 }
 
 /** Counts only: no ids, tokens or credentials. */
-export async function storageStatus(db: Db, maximum: number): Promise<StorageStatus> {
+export async function storageStatus(db: Db, capacity: number): Promise<StorageStatus> {
   const [total, active, expired] = await Promise.all([
     db.installation.count(),
     db.installation.count({ where: { active: true } }),
     db.storeMeta.findUnique({ where: { key: EXPIRED_INSTALLATIONS_KEY } }),
   ]);
-  return { total, active, inactive: total - active, maximum, expired: Number(expired?.value ?? 0) || 0 };
+  return {
+    installations: { total, active, inactive: total - active, capacity, expired: Number(expired?.value ?? 0) || 0 },
+  };
+}
+
+/**
+ * The same counts read from a reference relay.json this relay has not imported yet, as the
+ * reference's storage-status counts them (every record; active means `active === true`).
+ * Throws ImportError for a file that is not a reference store.
+ */
+export function referenceStoreStatus(file: string, capacity: number): StorageStatus {
+  const { data } = readReferenceStore(file);
+  const records = Object.values(isPlainObject(data.installations) ? data.installations : {});
+  const active = records.filter((record) => isPlainObject(record) && record.active === true).length;
+  return {
+    installations: { total: records.length, active, inactive: records.length - active, capacity, expired: 0 },
+  };
 }
 
 export class MaintenanceError extends Error {}
@@ -65,9 +89,12 @@ async function eligibleIds(db: Db, nowMs: number): Promise<string[]> {
   return ids.filter((id) => !referenced.has(id));
 }
 
+/** The reference's storage-prune-inactive output, `{eligible, removed, remaining}`, plus where the backup went. */
 export interface PruneResult {
   eligible: number;
   removed: number;
+  /** Installations left in the store. */
+  remaining: number;
   backupPath?: string;
 }
 
@@ -85,7 +112,9 @@ export async function pruneInactive(
     throw new MaintenanceError('--apply needs --relay-stopped: stop every relay writer first.');
   }
   const ids = await eligibleIds(db, nowMs);
-  if (!options.apply || ids.length === 0) return { eligible: ids.length, removed: 0 };
+  if (!options.apply || ids.length === 0) {
+    return { eligible: ids.length, removed: 0, remaining: await db.installation.count() };
+  }
   const rows = await db.installation.findMany({ where: { id: { in: ids } } });
   const backupPath = path.join(
     options.backupDir,
@@ -114,5 +143,5 @@ export async function pruneInactive(
     },
     { timeout: 10 * 60 * 1000 },
   );
-  return { eligible: ids.length, removed, backupPath };
+  return { eligible: ids.length, removed, remaining: await db.installation.count(), backupPath };
 }

@@ -1,114 +1,352 @@
 import { chmodSync, constants, copyFileSync, readFileSync } from 'node:fs';
-import { z } from 'zod';
-import type { Db } from '@conduit/prisma';
+import type { Db, Provider } from '@conduit/prisma';
+import { FIXED_LIMITS } from '../limits.js';
 import { isActive, type DecisionRecord } from '../domain/decisions.js';
 import { sanitizeBatchQuestions } from '../domain/events.js';
 import { parseDashboardId } from '../domain/pairing-code.js';
 import { normalizePreferences } from '../domain/preferences.js';
+import { isPlainObject } from '../domain/text.js';
+import { bulkInsert, type BulkRow, type BulkTable } from './bulk-insert.js';
 
 /**
  * One-time import of a reference relay's JSON store (DATA_PATH=relay.json), so phones and hosts
  * paired with it keep working: every installation, gateway credential hash, pairing and parked
  * decision. A byte-exact backup of the file is written first; the StoreMeta marker refuses a second
  * import. Event ids are not imported: they only suppress duplicate pushes for 24 h (§2).
+ *
+ * The reference loads its file without checking records (store.mjs: version 1 and an installations
+ * object, then every record as it is), so this import takes every record the reference would load,
+ * filling what a record leaves out (bundleId, deviceToken, …) the way the reference then behaves
+ * (a missing `active` is inactive, a missing secret never authenticates), and skips only what the
+ * reference itself drops on load (expired pairings and decisions) or cannot use at all (a record
+ * that is not an object). Skipped records are counted by reason; one bad record never refuses the
+ * file.
  */
 
 export const IMPORT_MARKER = 'imported-reference-json';
 
 export class ImportError extends Error {}
 
-/** Timestamps in the reference file are ISO strings or ms numbers. */
-const timestamp = z.union([z.number(), z.string()]).transform((value, ctx) => {
-  const ms = typeof value === 'number' ? value : Date.parse(value);
-  if (!Number.isFinite(ms)) {
-    ctx.addIssue({ code: 'custom', message: 'bad timestamp' });
-    return z.NEVER;
+/** The file as the reference would load it: version 1 and an installations object. */
+export interface ReferenceStore {
+  bytes: Buffer;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Reads and checks a reference store. Throws ImportError with a one-line message (never the file's
+ * content) when it cannot be read, is not JSON, or is not a version 1 store with an installations
+ * object — the cases the reference refuses too.
+ */
+export function readReferenceStore(file: string): ReferenceStore {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new ImportError(
+      code === 'ENOENT' ? `${file} does not exist.` : `${file} could not be read (${code ?? 'error'}).`,
+    );
   }
-  return ms;
-});
-const optionalTimestamp = timestamp.optional().nullable();
+  let data: unknown;
+  try {
+    data = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw new ImportError(`${file} is not a reference relay store: it is not valid JSON.`);
+  }
+  // The reference's own check (store.mjs load), plus storage-status's refusal of a non-object map.
+  if (!isPlainObject(data) || data.version !== 1) throw new ImportError('Unsupported relay data format.');
+  if (data.installations !== null && !isPlainObject(data.installations)) {
+    throw new ImportError('Unsupported relay data format.');
+  }
+  return { bytes, data };
+}
 
-const gatewaySchema = z.object({
-  id: z.string().min(1),
-  name: z.string().default('Hermes gateway'),
-  secretHash: z.string(),
-  dashboardId: z.unknown().optional(),
-  createdAt: optionalTimestamp,
-  pluginVersion: z.string().optional().nullable(),
-  pluginCapabilities: z.array(z.string()).optional().nullable(),
-  lastEventAt: optionalTimestamp,
-});
-
-const installationSchema = z.object({
-  id: z.string().min(1),
-  bundleId: z.string(),
-  deviceToken: z.string(),
-  voipToken: z.string().optional().nullable(),
-  watchVoipToken: z.string().optional().nullable(),
-  environment: z.string().default('production'),
-  deviceSecretHash: z.string(),
-  gateways: z.record(z.string(), gatewaySchema).default({}),
-  active: z.boolean().default(true),
-  preferences: z.unknown().optional(),
-  createdAt: optionalTimestamp,
-  updatedAt: optionalTimestamp,
-});
-
-const decisionSchema = z.object({
-  id: z.string().min(1),
-  installationId: z.string().min(1),
-  gatewayId: z.string().optional().nullable(),
-  question: z.string().default(''),
-  choices: z.array(z.string()).default([]),
-  questions: z.unknown().optional(),
-  answers: z.record(z.string(), z.string()).optional().nullable(),
-  deliverable: z.boolean().optional(),
-  createdAt: timestamp,
-  answer: z.string().optional().nullable(),
-  answeredAt: optionalTimestamp,
-  cancelledAt: optionalTimestamp,
-});
-
-export const referenceStoreSchema = z.object({
-  version: z.literal(1, { message: 'Unsupported relay data format.' }),
-  installations: z.record(z.string(), installationSchema).default({}),
-  pairings: z
-    .record(
-      z.string(),
-      z.object({ installationId: z.string(), expiresAt: timestamp, dashboardId: z.unknown().optional() }),
-    )
-    .default({}),
-  pendingDecisions: z.record(z.string(), decisionSchema).default({}),
-});
+/** Reasons a record is skipped, counted in the summary (`skipped.reasons`). */
+export const SKIP = {
+  installationNotObject: 'installation is not an object',
+  gatewaysNotObject: 'gateways of an installation is not an object',
+  gatewayNotObject: 'gateway is not an object',
+  pairingsNotObject: 'pairings is not an object',
+  pairingNotObject: 'pairing is not an object',
+  pairingWithoutInstallation: 'pairing names no installation',
+  pairingUnknownInstallation: 'pairing of an installation not in the file',
+  pairingBadExpiry: 'pairing has no valid expiresAt',
+  pairingExpired: 'pairing expired',
+  decisionsNotObject: 'pendingDecisions is not an object',
+  decisionNotObject: 'decision is not an object',
+  decisionWithoutInstallation: 'decision names no installation',
+  decisionExpired: 'decision expired',
+  decisionDuplicate: 'decision key repeated after re-keying',
+  alreadyStored: 'already in the database',
+} as const;
 
 export interface ImportSummary {
   installations: number;
   gateways: number;
   pairings: number;
   decisions: number;
+  skipped: { total: number; reasons: Record<string, number> };
   backupPath: string;
+}
+
+const INSTALLATION: BulkTable = {
+  name: 'Installation',
+  columns: [
+    ['id', 'text'],
+    ['bundleId', 'text'],
+    ['deviceToken', 'text'],
+    ['voipToken', 'text'],
+    ['watchVoipToken', 'text'],
+    ['locationPushToken', 'text'],
+    ['environment', 'text'],
+    ['deviceSecretHash', 'text'],
+    ['active', 'boolean'],
+    ['preferences', 'text'],
+    ['createdAt', 'datetime'],
+    ['updatedAt', 'datetime'],
+    ['pairedAt', 'datetime'],
+    ['lastSeenAt', 'datetime'],
+  ],
+};
+
+const GATEWAY: BulkTable = {
+  name: 'Gateway',
+  columns: [
+    ['installationId', 'text'],
+    ['id', 'text'],
+    ['name', 'text'],
+    ['secretHash', 'text'],
+    ['dashboardId', 'text'],
+    ['createdAt', 'datetime'],
+    ['pluginVersion', 'text'],
+    ['pluginCapabilities', 'text'],
+    ['lastEventAt', 'datetime'],
+  ],
+};
+
+const PAIRING: BulkTable = {
+  name: 'Pairing',
+  columns: [
+    ['codeHash', 'text'],
+    ['installationId', 'text'],
+    ['expiresAt', 'datetime'],
+    ['dashboardId', 'text'],
+  ],
+};
+
+const DECISION: BulkTable = {
+  name: 'Decision',
+  columns: [
+    ['key', 'text'],
+    ['installationId', 'text'],
+    ['gatewayId', 'text'],
+    ['requestId', 'text'],
+    ['question', 'text'],
+    ['choices', 'text'],
+    ['questions', 'text'],
+    ['answers', 'text'],
+    ['deliverable', 'boolean'],
+    ['active', 'boolean'],
+    ['createdAt', 'datetime'],
+    ['answer', 'text'],
+    ['answeredAt', 'datetime'],
+    ['cancelledAt', 'datetime'],
+  ],
+};
+
+/** The rows to insert and what was left out, from a checked store. Pure. */
+export interface ImportPlan {
+  installations: BulkRow[];
+  gateways: BulkRow[];
+  pairings: BulkRow[];
+  decisions: BulkRow[];
+  skipped: Map<string, number>;
+}
+
+/** Timestamps in the reference file are ISO strings or ms numbers; anything else is no timestamp. */
+function timestampOf(value: unknown): number | undefined {
+  const ms = typeof value === 'number' ? value : typeof value === 'string' ? Date.parse(value) : Number.NaN;
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+
+/** A map section: an object, or absent/null (empty). Anything else is counted and read as empty. */
+function section(value: unknown, reason: string, skip: (reason: string) => void): Record<string, unknown> {
+  if (value === undefined || value === null) return {};
+  if (isPlainObject(value)) return value;
+  skip(reason);
+  return {};
+}
+
+export function planImport(data: Record<string, unknown>, nowMs: number): ImportPlan {
+  const plan: ImportPlan = { installations: [], gateways: [], pairings: [], decisions: [], skipped: new Map() };
+  const skip = (reason: string): void => void plan.skipped.set(reason, (plan.skipped.get(reason) ?? 0) + 1);
+  const installationIds = new Set<string>();
+
+  for (const [id, record] of Object.entries(section(data.installations, SKIP.installationNotObject, skip))) {
+    if (!isPlainObject(record)) {
+      skip(SKIP.installationNotObject);
+      continue;
+    }
+    // The reference finds an installation by its key (credentials name it), so the key is the id.
+    installationIds.add(id);
+    const createdAt = timestampOf(record.createdAt) ?? nowMs;
+    const gateways = section(record.gateways, SKIP.gatewaysNotObject, skip);
+    let paired = false;
+    for (const [gatewayId, gateway] of Object.entries(gateways)) {
+      if (!isPlainObject(gateway)) {
+        skip(SKIP.gatewayNotObject);
+        continue;
+      }
+      paired = true;
+      const capabilities = Array.isArray(gateway.pluginCapabilities)
+        ? gateway.pluginCapabilities.filter((capability): capability is string => typeof capability === 'string')
+        : null;
+      plan.gateways.push([
+        id,
+        gatewayId,
+        typeof gateway.name === 'string' && gateway.name !== '' ? gateway.name.slice(0, 80) : 'Hermes gateway',
+        // A gateway without a hash never authenticates, at the reference as here; it still counts.
+        text(gateway.secretHash) ?? '',
+        // The reference heals bad dashboard ids to "unbound" on load; so do we.
+        parseDashboardId(gateway.dashboardId) ?? null,
+        timestampOf(gateway.createdAt) ?? createdAt,
+        typeof gateway.pluginVersion === 'string' ? gateway.pluginVersion.slice(0, 40) : null,
+        capabilities ? JSON.stringify(capabilities) : null,
+        timestampOf(gateway.lastEventAt) ?? null,
+      ]);
+    }
+    plan.installations.push([
+      id,
+      // Optional at the reference: a record without them still loads, counts and authenticates.
+      text(record.bundleId) ?? '',
+      text(record.deviceToken) ?? '',
+      text(record.voipToken),
+      text(record.watchVoipToken),
+      null,
+      text(record.environment) ?? 'production',
+      text(record.deviceSecretHash) ?? '',
+      // The reference treats anything but `true` as inactive (authenticate and storage-status alike).
+      record.active === true,
+      JSON.stringify(normalizePreferences(record.preferences)),
+      createdAt,
+      timestampOf(record.updatedAt) ?? createdAt,
+      // The reference keeps no pairing date: an installation with a host was paired at registration
+      // at the latest. Every imported installation counts as seen now, so none expires as "never
+      // paired, not seen" before a full TTL has passed on this relay.
+      paired ? createdAt : null,
+      nowMs,
+    ]);
+  }
+
+  for (const [codeHash, pairing] of Object.entries(section(data.pairings, SKIP.pairingsNotObject, skip))) {
+    if (!isPlainObject(pairing)) {
+      skip(SKIP.pairingNotObject);
+      continue;
+    }
+    if (typeof pairing.installationId !== 'string' || pairing.installationId === '') {
+      skip(SKIP.pairingWithoutInstallation);
+      continue;
+    }
+    const expiresAt = timestampOf(pairing.expiresAt);
+    // The reference prunes expired codes on load; a code of a missing installation can only ever 404.
+    if (expiresAt === undefined) skip(SKIP.pairingBadExpiry);
+    else if (expiresAt <= nowMs) skip(SKIP.pairingExpired);
+    else if (!installationIds.has(pairing.installationId)) skip(SKIP.pairingUnknownInstallation);
+    else
+      plan.pairings.push([codeHash, pairing.installationId, expiresAt, parseDashboardId(pairing.dashboardId) ?? null]);
+  }
+
+  const decisionKeys = new Set<string>();
+  for (const [key, decision] of Object.entries(section(data.pendingDecisions, SKIP.decisionsNotObject, skip))) {
+    if (!isPlainObject(decision)) {
+      skip(SKIP.decisionNotObject);
+      continue;
+    }
+    if (typeof decision.installationId !== 'string' || decision.installationId === '') {
+      skip(SKIP.decisionWithoutInstallation);
+      continue;
+    }
+    // The reference prunes decisions older than the TTL on load; one without a usable createdAt it
+    // keeps, and so do we, from now.
+    const createdAt = timestampOf(decision.createdAt) ?? nowMs;
+    if (createdAt + FIXED_LIMITS.decisionTtlMs <= nowMs) {
+      skip(SKIP.decisionExpired);
+      continue;
+    }
+    const gatewayId = text(decision.gatewayId) ?? '';
+    // Legacy bare-id records (key = request id) are re-keyed to the scoped key.
+    const requestId = text(decision.id) ?? key.slice(key.lastIndexOf(':') + 1);
+    const record: DecisionRecord = {
+      key: `${decision.installationId}:${gatewayId}:${requestId}`,
+      installationId: decision.installationId,
+      gatewayId,
+      requestId,
+      question: text(decision.question) ?? '',
+      choices: Array.isArray(decision.choices)
+        ? decision.choices.filter((choice): choice is string => typeof choice === 'string')
+        : [],
+      questions: sanitizeBatchQuestions(decision.questions),
+      answers: Object.fromEntries(
+        Object.entries(isPlainObject(decision.answers) ? decision.answers : {}).filter(
+          (entry): entry is [string, string] => typeof entry[1] === 'string',
+        ),
+      ),
+      // Legacy records predate the flag: missing means deliverable, as the reference reads it.
+      deliverable: decision.deliverable !== false,
+      createdAt,
+    };
+    const answer = text(decision.answer);
+    if (answer !== null) record.answer = answer;
+    const answeredAt = timestampOf(decision.answeredAt);
+    if (answeredAt !== undefined) record.answeredAt = answeredAt;
+    const cancelledAt = timestampOf(decision.cancelledAt);
+    if (cancelledAt !== undefined) record.cancelledAt = cancelledAt;
+    if (decisionKeys.has(record.key)) {
+      skip(SKIP.decisionDuplicate);
+      continue;
+    }
+    decisionKeys.add(record.key);
+    plan.decisions.push([
+      record.key,
+      record.installationId,
+      record.gatewayId,
+      record.requestId,
+      record.question,
+      JSON.stringify(record.choices),
+      JSON.stringify(record.questions),
+      JSON.stringify(record.answers),
+      record.deliverable,
+      isActive(record),
+      record.createdAt,
+      record.answer ?? null,
+      record.answeredAt ?? null,
+      record.cancelledAt ?? null,
+    ]);
+  }
+  return plan;
 }
 
 export async function alreadyImported(db: Db): Promise<boolean> {
   return (await db.storeMeta.findUnique({ where: { key: IMPORT_MARKER } })) !== null;
 }
 
-/** Imports `file` into the (migrated) database. Throws ImportError when already imported or malformed. */
-export async function importReferenceJson(db: Db, file: string, nowMs = Date.now()): Promise<ImportSummary> {
+/**
+ * Imports `file` into the (migrated) database of `provider`, in one transaction. Throws ImportError
+ * when the database already holds an import or the file is not a reference store.
+ */
+export async function importReferenceJson(
+  db: Db,
+  provider: Provider,
+  file: string,
+  options: { nowMs?: number; /** The file already read with readReferenceStore. */ store?: ReferenceStore } = {},
+): Promise<ImportSummary> {
+  const nowMs = options.nowMs ?? Date.now();
   if (await alreadyImported(db)) throw new ImportError('This database already holds an imported reference store.');
-  const bytes = readFileSync(file);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(bytes.toString('utf8'));
-  } catch {
-    throw new ImportError('The reference store is not valid JSON.');
-  }
-  if (typeof raw === 'object' && raw !== null && (raw as { version?: unknown }).version !== 1) {
-    throw new ImportError('Unsupported relay data format.');
-  }
-  const parsed = referenceStoreSchema.safeParse(raw);
-  if (!parsed.success) throw new ImportError('The reference store is malformed; nothing was imported.');
-  const data = parsed.data;
+  const { data } = options.store ?? readReferenceStore(file);
+  const plan = planImport(data, nowMs);
 
   const backupPath = `${file}.backup-${new Date(nowMs).toISOString().replace(/[:.]/g, '-')}`;
   // Exclusive: never overwrite an earlier backup. Byte-exact copy of what was imported.
@@ -116,81 +354,7 @@ export async function importReferenceJson(db: Db, file: string, nowMs = Date.now
   // The copy keeps the source's mode; the store holds credentials' hashes and device tokens.
   chmodSync(backupPath, 0o600);
 
-  const installations = Object.values(data.installations).map((inst) => ({
-    id: inst.id,
-    bundleId: inst.bundleId,
-    deviceToken: inst.deviceToken,
-    voipToken: inst.voipToken ?? null,
-    watchVoipToken: inst.watchVoipToken ?? null,
-    environment: inst.environment,
-    deviceSecretHash: inst.deviceSecretHash,
-    active: inst.active,
-    preferences: JSON.stringify(normalizePreferences(inst.preferences)),
-    createdAt: new Date(inst.createdAt ?? nowMs),
-    updatedAt: new Date(inst.updatedAt ?? inst.createdAt ?? nowMs),
-    // The reference keeps no pairing date: an installation with a host was paired at registration
-    // at the latest. Every imported installation counts as seen now, so none expires as "never
-    // paired, not seen" before a full TTL has passed on this relay.
-    pairedAt: Object.keys(inst.gateways).length > 0 ? new Date(inst.createdAt ?? nowMs) : null,
-    lastSeenAt: new Date(nowMs),
-  }));
-  const gateways = Object.values(data.installations).flatMap((inst) =>
-    Object.values(inst.gateways).map((gw) => ({
-      installationId: inst.id,
-      id: gw.id,
-      name: gw.name.slice(0, 80),
-      secretHash: gw.secretHash,
-      // The reference heals bad dashboard ids to "unbound" on load; so do we.
-      dashboardId: parseDashboardId(gw.dashboardId) ?? null,
-      createdAt: new Date(gw.createdAt ?? nowMs),
-      pluginVersion: gw.pluginVersion ?? null,
-      pluginCapabilities: gw.pluginCapabilities ? JSON.stringify(gw.pluginCapabilities) : null,
-      lastEventAt: gw.lastEventAt != null ? new Date(gw.lastEventAt) : null,
-    })),
-  );
-  const pairings = Object.entries(data.pairings).map(([codeHash, pairing]) => ({
-    codeHash,
-    installationId: pairing.installationId,
-    expiresAt: new Date(pairing.expiresAt),
-    dashboardId: parseDashboardId(pairing.dashboardId) ?? null,
-  }));
-  const decisions = Object.values(data.pendingDecisions).map((decision) => {
-    const gatewayId = decision.gatewayId ?? '';
-    const record: DecisionRecord = {
-      // Legacy bare-id records are re-keyed to the scoped key.
-      key: `${decision.installationId}:${gatewayId}:${decision.id}`,
-      installationId: decision.installationId,
-      gatewayId,
-      requestId: decision.id,
-      question: decision.question,
-      choices: decision.choices,
-      questions: sanitizeBatchQuestions(decision.questions),
-      answers: { ...decision.answers },
-      deliverable: decision.deliverable !== false,
-      createdAt: decision.createdAt,
-    };
-    if (decision.answer != null) record.answer = decision.answer;
-    if (decision.answeredAt != null) record.answeredAt = decision.answeredAt;
-    if (decision.cancelledAt != null) record.cancelledAt = decision.cancelledAt;
-    return {
-      key: record.key,
-      installationId: record.installationId,
-      gatewayId: record.gatewayId,
-      requestId: record.requestId,
-      question: record.question,
-      choices: JSON.stringify(record.choices),
-      questions: JSON.stringify(record.questions),
-      answers: JSON.stringify(record.answers),
-      deliverable: record.deliverable,
-      active: isActive(record),
-      createdAt: new Date(record.createdAt),
-      answer: record.answer ?? null,
-      answeredAt: record.answeredAt !== undefined ? new Date(record.answeredAt) : null,
-      cancelledAt: record.cancelledAt !== undefined ? new Date(record.cancelledAt) : null,
-    };
-  });
-
-  await db.$transaction(
+  const inserted = await db.$transaction(
     async (tx) => {
       // Checked again inside the transaction: two importers racing cannot both succeed.
       if (await tx.storeMeta.findUnique({ where: { key: IMPORT_MARKER } })) {
@@ -199,21 +363,26 @@ export async function importReferenceJson(db: Db, file: string, nowMs = Date.now
       await tx.storeMeta.create({
         data: { key: IMPORT_MARKER, value: JSON.stringify({ file, backupPath, at: new Date(nowMs).toISOString() }) },
       });
-      for (let i = 0; i < installations.length; i += 1000) {
-        await tx.installation.createMany({ data: installations.slice(i, i + 1000) });
-      }
-      for (let i = 0; i < gateways.length; i += 1000)
-        await tx.gateway.createMany({ data: gateways.slice(i, i + 1000) });
-      if (pairings.length > 0) await tx.pairing.createMany({ data: pairings });
-      if (decisions.length > 0) await tx.decision.createMany({ data: decisions });
+      return {
+        installations: await bulkInsert(tx, provider, INSTALLATION, plan.installations),
+        gateways: await bulkInsert(tx, provider, GATEWAY, plan.gateways),
+        pairings: await bulkInsert(tx, provider, PAIRING, plan.pairings),
+        decisions: await bulkInsert(tx, provider, DECISION, plan.decisions),
+      };
     },
     { timeout: 10 * 60 * 1000 },
   );
+  const alreadyStored =
+    plan.installations.length +
+    plan.gateways.length +
+    plan.pairings.length +
+    plan.decisions.length -
+    (inserted.installations + inserted.gateways + inserted.pairings + inserted.decisions);
+  if (alreadyStored > 0) plan.skipped.set(SKIP.alreadyStored, alreadyStored);
+  const reasons = Object.fromEntries(plan.skipped);
   return {
-    installations: installations.length,
-    gateways: gateways.length,
-    pairings: pairings.length,
-    decisions: decisions.length,
+    ...inserted,
+    skipped: { total: Object.values(reasons).reduce((sum, count) => sum + count, 0), reasons },
     backupPath,
   };
 }

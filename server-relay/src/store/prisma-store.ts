@@ -5,6 +5,7 @@ import { isActive } from '../domain/decisions.js';
 import type { BatchQuestion } from '../domain/events.js';
 import { normalizePreferences } from '../domain/preferences.js';
 import { dateTimeParam, lastSeenStatements, type LastSeen } from './last-seen-statements.js';
+import { assertRelayMayUse } from './database-state.js';
 import { secureSqliteFiles } from './sqlite-files.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
 import type { DecisionChange, InstallationPatch, RelayStore, SecondaryTokenField } from './relay-store.js';
@@ -452,8 +453,13 @@ export class PrismaStore implements RelayStore {
   }
 }
 
-/** Applies the committed migrations, then opens the store (a SQLite file private to the relay's user). */
+/**
+ * Applies the committed migrations, then opens the store (a SQLite file private to the relay's user).
+ * A SQLite file of another application is refused first (ForeignDatabaseError), before anything is
+ * created or migrated in it.
+ */
 export async function openPrismaStore(databaseUrl: string): Promise<PrismaStore> {
+  await assertRelayMayUse(databaseUrl);
   secureSqliteFiles(databaseUrl);
   await migrate(databaseUrl);
   return new PrismaStore(createDb(databaseUrl), providerOf(databaseUrl));
