@@ -1,5 +1,5 @@
 /**
- * `npm run bench:import -w @conduit/server-relay` — how long the one-time import of a reference
+ * `npm run bench:relay-import` — how long the one-time import of a reference
  * relay.json takes. Generates a store as the reference relay writes it (50,000 installations by
  * default: a fifth paired with a host, some with PushKit tokens, a seventh inactive, live pairing codes
  * and parked decisions, a few malformed records), then times:
