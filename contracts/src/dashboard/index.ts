@@ -11,11 +11,13 @@ import { postPair } from './pair.js';
 import { getE2e, postE2e } from './e2e.js';
 
 import { respondApproval } from './approvals.js';
+import { getMetrics } from './metrics.js';
 
 export { getCapabilities, capabilitiesResponse };
 export { respondApproval };
 export { getCronNotifications, putCronNotifications, getReplySources, putReplySources };
 export { postPair, getE2e, postE2e };
+export { getMetrics };
 
 /** The host service's plugin routes, served where the Conduit app expects the Hermes dashboard. */
 export const dashboardSurface = {
@@ -33,5 +35,6 @@ export const dashboardSurface = {
     getE2e,
     postE2e,
     respondApproval,
+    getMetrics,
   },
 } satisfies Surface;

@@ -10,6 +10,7 @@ import { closeWatchGrant, createWatchGrant, pollWatchCalls, postWatchCall, postW
 import { watchAudioHost, watchAudioWatch } from './watch-audio.js';
 import { registerLiveActivity, removeLiveActivity, reportLiveActivityProgress } from './live-activities.js';
 import { mintMapsToken } from './maps.js';
+import { getMetrics } from './metrics.js';
 
 export {
   healthz,
@@ -39,6 +40,7 @@ export {
   removeLiveActivity,
   reportLiveActivityProgress,
   mintMapsToken,
+  getMetrics,
 };
 
 /** The push relay's wire surface: every route the Conduit app, the Watch and host plugins call. */
@@ -76,5 +78,6 @@ export const relaySurface = {
     removeLiveActivity,
     reportLiveActivityProgress,
     mintMapsToken,
+    getMetrics,
   },
 } satisfies Surface;

@@ -1,6 +1,7 @@
 import type { Surface } from '../route.js';
 import { callOptions, callOptionsAlias, createCall, createCallAlias } from './calls.js';
 import { getDiscovery, discoveryOptions, discoveryResponse } from './discovery.js';
+import { getMetrics } from './metrics.js';
 
 export {
   getDiscovery,
@@ -10,6 +11,7 @@ export {
   createCallAlias,
   callOptions,
   callOptionsAlias,
+  getMetrics,
 };
 export * from './events.js';
 
@@ -19,5 +21,5 @@ export const voiceSurface = {
   title: 'Conduit realtime voice gateway',
   version: '0.1.0',
   description: 'OpenAI-compatible WebRTC signalling for realtime voice with Hermes.',
-  routes: { getDiscovery, discoveryOptions, createCall, createCallAlias, callOptions, callOptionsAlias },
+  routes: { getDiscovery, discoveryOptions, createCall, createCallAlias, callOptions, callOptionsAlias, getMetrics },
 } satisfies Surface;
