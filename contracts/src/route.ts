@@ -56,7 +56,13 @@ export interface RouteContract<
   bodyReading?: Reading;
   /** Content type of the body, for the documentation (JSON unless stated). */
   bodyContentType?: string;
-  /** The error code answered when the body fails and its issue carries no code of its own. */
+  /**
+   * The wire error code of a failure anywhere under a top-level body field (`device_token` →
+   * `invalid_device_token`), so shared schemas need not carry codes in their messages. The first issue
+   * decides, in the schema's order of checks: its own message if that is a code, else this table.
+   */
+  bodyErrorCodes?: Partial<Record<keyof z.output<Body> & string, string>>;
+  /** The error code answered when the body fails and neither the issue nor bodyErrorCodes names one. */
   invalidBodyCode?: string;
   responses: Responses;
 }

@@ -115,3 +115,55 @@ describe('bindRoute hands the handler the body its contract describes', () => {
     expect(echoed.body).toBe('got v=0');
   });
 });
+
+describe('a body the contract refuses is answered with the contract’s code and status', () => {
+  const claim = defineRoute({
+    method: 'POST',
+    path: '/claim',
+    operationId: 'claim',
+    summary: 'claim',
+    auth: 'none',
+    bodyReading: 'handler',
+    body: z.object({
+      code: z.string(),
+      topic: z.string(),
+      envelope: z.object({ v: z.literal(1), n: z.string().length(4) }).optional(),
+    }),
+    bodyErrorCodes: { code: 'unknown_code', topic: 'invalid_topic', envelope: 'invalid_envelope' },
+    responses: {
+      200: { description: 'ok', schema: z.object({ topic: z.string() }) },
+      400: { description: 'bad', schema: errorBody(['invalid_json', 'invalid_topic', 'invalid_envelope']) },
+      404: { description: 'no such code', schema: errorBody(['unknown_code']) },
+    },
+  });
+  const app = () =>
+    appWith((app) =>
+      bindRoute(app, claim, ({ readBody }) => ({ status: 200, body: { topic: readBody().topic } }), {
+        readJson: (request) => {
+          if (typeof request.body !== 'object' || request.body === null) throw new WireError(400, 'invalid_json');
+          return request.body;
+        },
+        // What only the server knows, in the field's own place in the order.
+        narrowBody: (schema) => schema.extend({ topic: z.literal('com.example') }),
+      }),
+    );
+  const post = async (payload: unknown) => {
+    const answer = await app().inject({
+      method: 'POST',
+      url: '/claim',
+      payload: JSON.stringify(payload),
+      headers: { 'content-type': 'application/json' },
+    });
+    return [answer.statusCode, answer.json()];
+  };
+
+  it('by the field the first failing check is under, with the status that code is declared with', async () => {
+    expect(await post({ code: 5, topic: 'x' })).toEqual([404, { error: 'unknown_code' }]);
+    expect(await post({ code: 'c', topic: 'x', envelope: { v: 2 } })).toEqual([400, { error: 'invalid_topic' }]);
+    expect(await post({ code: 'c', topic: 'com.example', envelope: { v: 1, n: 'abc' } })).toEqual([
+      400,
+      { error: 'invalid_envelope' },
+    ]);
+    expect(await post({ code: 'c', topic: 'com.example' })).toEqual([200, { topic: 'com.example' }]);
+  });
+});

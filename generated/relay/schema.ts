@@ -569,7 +569,9 @@ export interface operations {
                 "application/json": {
                     /** @description ≤2,000 characters, or a sealed `e2e1.…` answer kept whole (≤11,000). */
                     answer: string;
+                    /** @description The host that parked the decision (older apps leave it out). */
                     gateway_id?: string;
+                    /** @description ≤40 characters; a batch answer names its question. */
                     question_id?: string;
                 };
             };
@@ -749,7 +751,9 @@ export interface operations {
                 "application/json": {
                     /** @description ≤2,000 characters, or a sealed `e2e1.…` answer kept whole (≤11,000). */
                     answer: string;
+                    /** @description The host that parked the decision (older apps leave it out). */
                     gateway_id?: string;
+                    /** @description ≤40 characters; a batch answer names its question. */
                     question_id?: string;
                 };
             };
@@ -1066,6 +1070,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description The app's bundle id: the relay's APNS_TOPIC. */
                     bundle_id: string;
                     /** @description APNs token, hex (64–200 after removing <, > and whitespace; case-insensitive). */
                     device_token: string;
@@ -1326,6 +1331,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description The dashboard this pairing binds to (a UUID, not the nil one; stored lowercase); null or absent: none. */
                     dashboard_id?: string | null;
                 };
             };
@@ -1778,7 +1784,9 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Cut to 80 characters; absent or empty: "Hermes gateway". Any other value is read as text. */
                     gateway_name?: string;
+                    /** @description `XXXXX-XXXXX`; case, spaces and dashes do not matter. Not a string: 404. */
                     pairing_code: string;
                 };
             };
@@ -2015,7 +2023,7 @@ export interface operations {
                     by: "phone" | "watch";
                     /** @enum {string} */
                     outcome: "answered" | "declined";
-                    /** @description Sealed call start from the Watch (≤1,024 base64url), forwarded to the phone. */
+                    /** @description Sealed call start from the Watch (≤1,024 base64url), forwarded to the phone; a malformed one is dropped. */
                     start?: string;
                     token: string;
                 };

@@ -73,10 +73,20 @@ export const e2eEnvelope = z.object({
 });
 export type E2eEnvelope = z.infer<typeof e2eEnvelope>;
 
+/** Names an Object prototype member: never a question id, since answers are kept by qid. */
+const RESERVED_QIDS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** A batch question's id: trimmed, 1–40 of `[A-Za-z0-9_-]`, not a prototype member (API.md §1.1). */
+export const questionId = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9_-]{1,40}$/)
+  .refine((qid) => !RESERVED_QIDS.has(qid));
+
 /** Routing data sent beside a sealed clarify card so the relay can park the decision. */
 export const e2eClarifyRouting = z.object({
   request_id: z.string().regex(requestIdPattern),
-  qids: z.array(z.string().regex(/^[A-Za-z0-9_-]{1,40}$/)).max(8),
+  qids: z.array(questionId).max(8),
   /** false when the card did not fit and was sealed without its decision (the phone can't answer inline). */
   card: z.boolean(),
 });

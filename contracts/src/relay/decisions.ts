@@ -1,13 +1,16 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
-import { errorOf, JSON_BODY, rateLimited, tooLarge, unauthorized } from './shared.js';
+import { errorOf, hasVisibleText, lenient, rateLimited, tooLarge, unauthorized } from './shared.js';
 
 const decisionParams = z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{4,128}$/) });
 
 const respondBody = z.object({
-  answer: z.string().describe('≤2,000 characters, or a sealed `e2e1.…` answer kept whole (≤11,000).'),
-  question_id: z.string().optional(),
-  gateway_id: z.string().optional(),
+  answer: z
+    .string()
+    .refine(hasVisibleText)
+    .describe('≤2,000 characters, or a sealed `e2e1.…` answer kept whole (≤11,000).'),
+  question_id: lenient(z.string()).describe('≤40 characters; a batch answer names its question.'),
+  gateway_id: lenient(z.string()).describe('The host that parked the decision (older apps leave it out).'),
 });
 
 const respondResponses = {
@@ -36,8 +39,9 @@ export const respondDecision = defineRoute({
   tags: ['decisions'],
   auth: 'device',
   params: decisionParams,
-  bodyContentType: JSON_BODY,
+  bodyReading: 'handler',
   body: respondBody,
+  bodyErrorCodes: { answer: 'invalid_answer' },
   responses: respondResponses,
 });
 
@@ -50,8 +54,9 @@ export const respondDecisionLegacy = defineRoute({
   tags: ['decisions'],
   auth: 'device',
   params: decisionParams,
-  bodyContentType: JSON_BODY,
+  bodyReading: 'handler',
   body: respondBody,
+  bodyErrorCodes: { answer: 'invalid_answer' },
   responses: respondResponses,
 });
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { e2eClarifyRouting, e2eEnvelope } from '../crypto/e2e.js';
 import { defineRoute } from '../route.js';
-import { errorOf, JSON_BODY, tooLarge, unauthorized } from './shared.js';
+import { errorOf, lenient, tooLarge, unauthorized } from './shared.js';
 
 /**
  * The event types a host may post: the reference's (API.md §1.1, in its order), then the two this
@@ -137,6 +137,80 @@ export type ContentFreeEvent = z.infer<typeof contentFreeEvent>;
 /** Whatever leaves a host for POST /v1/events: plain (possibly redacted), sealed, or content-free. */
 export type OutgoingEvent = HostEvent | SealedEvent | ContentFreeEvent;
 
+/**
+ * How far `e2e.iat` may lie from the relay's clock, in seconds: 25 h back (a host that queued an event
+ * for a day), 2 h ahead (clock skew). The phone's own window is narrower (CRYPTO.md §1).
+ */
+export const RELAY_IAT_WINDOW_S = { past: 25 * 60 * 60, future: 2 * 60 * 60 } as const;
+
+export function iatWithinWindow(iatS: number, nowMs: number): boolean {
+  const nowS = Math.floor(nowMs / 1000);
+  return iatS >= nowS - RELAY_IAT_WINDOW_S.past && iatS <= nowS + RELAY_IAT_WINDOW_S.future;
+}
+
+/**
+ * What the reference ignores in an event: `mode` except on phone.changes (null meaning absent), and
+ * `clarify` except beside the envelope of a sealed input.needed or approval.needed.
+ */
+function withoutIgnoredFields(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  const event: Record<string, unknown> = { ...body };
+  if (event.type !== 'phone.changes' || event.mode === null) delete event.mode;
+  if (event.e2e === undefined || (event.type !== 'input.needed' && event.type !== 'approval.needed')) {
+    delete event.clarify;
+  }
+  return event;
+}
+
+/**
+ * The POST /v1/events body as the relay validates it, in the reference's order of checks (API.md §2):
+ * type, event_id, mode, then everything sealed (invalid_e2e). Content is cleaned, never refused: a
+ * malformed title, card or call is dropped and the routing stub still reaches the phone. The relay adds
+ * the `iat` window against its clock (iatWithinWindow).
+ */
+const postEventBody = z.preprocess(
+  withoutIgnoredFields,
+  z
+    .object({
+      ...eventIdentity,
+      title: lenient(eventContent.title),
+      body: lenient(eventContent.body),
+      session_id: lenient(eventContent.session_id),
+      profile: lenient(eventContent.profile),
+      gateway: lenient(eventContent.gateway),
+      plugin_version: lenient(eventVersion.plugin_version),
+      // Each capability is cleaned on its own: one malformed entry does not cost the others.
+      plugin_capabilities: lenient(
+        z.array(lenient(z.string())).transform((items) => items.filter((item) => item !== undefined)),
+      ),
+      // approvalDecision, clarifyDecision and callRequest say what the phone is shown; anything else in
+      // an object is dropped by the relay, not refused.
+      decision: lenient(z.record(z.string(), z.unknown())),
+      call: lenient(z.record(z.string(), z.unknown())),
+      mode: z
+        .enum(PHONE_CHANGES_MODES)
+        .optional()
+        .describe(
+          'phone.changes only (ignored on other types): alert (default) or background. Any other value: 400 invalid_mode.',
+        ),
+      e2e: e2eEnvelope.optional().describe('Sealed event; required for location.request (400 invalid_e2e without it).'),
+      // The relay defaults absent qids to [] and card to true (hosts older than batch clarify send neither).
+      clarify: e2eClarifyRouting.partial({ qids: true, card: true }).optional(),
+    })
+    .superRefine((event, context) => {
+      if (event.e2e && event.e2e.msg !== event.event_id) {
+        context.addIssue({ code: 'custom', path: ['e2e', 'msg'], message: 'msg must equal event_id' });
+      }
+      // The relay never sees the request id of a location query in the clear.
+      if (event.type === 'location.request' && !event.e2e) {
+        context.addIssue({ code: 'custom', path: ['e2e'], message: 'location.request is sealed only' });
+      }
+      if (event.clarify && event.clarify.request_id !== event.e2e?.req) {
+        context.addIssue({ code: 'custom', path: ['clarify', 'request_id'], message: 'request_id must equal e2e.req' });
+      }
+    }),
+);
+
 /** Route 10: a host event to push (or a plugin.hello that only records the plugin version). */
 export const postEvent = defineRoute({
   method: 'POST',
@@ -150,25 +224,15 @@ export const postEvent = defineRoute({
     'only the sealed envelope; 409 location_push_unavailable (event id not consumed) when the phone registered none.',
   tags: ['events'],
   auth: 'gateway',
-  bodyContentType: JSON_BODY,
-  body: z.object({
-    ...eventIdentity,
-    ...eventContent,
-    ...eventVersion,
-    // A malformed card or call is dropped, not refused (the routing stub still reaches the phone), so
-    // the relay takes any object here; approvalDecision, clarifyDecision and callRequest say what it shows.
-    decision: z.record(z.string(), z.unknown()).optional(),
-    call: z.record(z.string(), z.unknown()).optional(),
-    mode: z
-      .enum(PHONE_CHANGES_MODES)
-      .optional()
-      .describe(
-        'phone.changes only (ignored on other types): alert (default) or background. Any other value: 400 invalid_mode.',
-      ),
-    e2e: e2eEnvelope.optional().describe('Sealed event; required for location.request (400 invalid_e2e without it).'),
-    // The relay defaults absent qids to [] and card to true (hosts older than batch clarify send neither).
-    clarify: e2eClarifyRouting.partial({ qids: true, card: true }).optional(),
-  }),
+  bodyReading: 'handler',
+  body: postEventBody,
+  bodyErrorCodes: {
+    type: 'invalid_event_type',
+    event_id: 'invalid_event_id',
+    mode: 'invalid_mode',
+    e2e: 'invalid_e2e',
+    clarify: 'invalid_e2e',
+  },
   responses: {
     200: {
       description: 'Already accepted (same gateway, same event id within 24 h).',

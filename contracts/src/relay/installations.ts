@@ -4,7 +4,7 @@ import {
   errorOf,
   installationIdParam,
   installationSchema,
-  JSON_BODY,
+  lenient,
   rateLimited,
   tooLarge,
   unauthorized,
@@ -19,7 +19,35 @@ const TOKEN_ERRORS = [
   'invalid_location_push_token',
 ] as const;
 
-const token = z.string().describe('APNs token, hex (64–200 after removing <, > and whitespace; case-insensitive).');
+const APNS_TOKEN = /^[0-9a-f]{64,200}$/;
+
+/**
+ * An APNs token as apps send it: `<`, `>` and whitespace removed, lowercased, then 64–200 hex. Any value
+ * is read as text first, as the reference's `String(v)` does. (A refinement rather than a pattern, so
+ * the description does not claim the raw spellings are refused.)
+ */
+const token = z
+  .preprocess(
+    (value) =>
+      value === undefined || value === null
+        ? value
+        : String(value as string)
+            .replace(/[<>\s]/g, '')
+            .toLowerCase(),
+    z.string().refine((normalised) => APNS_TOKEN.test(normalised)),
+  )
+  .describe('APNs token, hex (64–200 after removing <, > and whitespace; case-insensitive).');
+
+/** Each token's code, in the order the reference checks them. */
+const tokenErrorCodes = {
+  device_token: 'invalid_device_token',
+  voip_token: 'invalid_voip_token',
+  watch_voip_token: 'invalid_watch_voip_token',
+  location_push_token: 'invalid_location_push_token',
+} as const;
+
+/** Preferences of any other shape are ignored (the stored or default ones stay). */
+const preferencesUpdate = lenient(z.record(z.string(), z.unknown()));
 
 /** Route 2: a phone registers; the answer carries its device credential exactly once. */
 export const registerInstallation = defineRoute({
@@ -29,12 +57,10 @@ export const registerInstallation = defineRoute({
   summary: 'Register a phone',
   tags: ['installations'],
   auth: 'none',
-  bodyContentType: JSON_BODY,
+  bodyReading: 'handler',
+  // In the reference's order of checks: the tokens, then the topic, then the environment.
   body: z.object({
-    bundle_id: z.string(),
     device_token: token,
-    environment: z.literal('production'),
-    preferences: z.record(z.string(), z.unknown()).optional(),
     voip_token: token.nullable().optional(),
     watch_voip_token: token.nullable().optional(),
     location_push_token: token
@@ -43,7 +69,11 @@ export const registerInstallation = defineRoute({
       .describe(
         'The Location Push Service Extension token (startMonitoringLocationPushes); location.request goes to it.',
       ),
+    bundle_id: z.string().describe("The app's bundle id: the relay's APNS_TOPIC."),
+    environment: z.literal('production'),
+    preferences: preferencesUpdate,
   }),
+  bodyErrorCodes: { ...tokenErrorCodes, bundle_id: 'invalid_topic', environment: 'production_only' },
   responses: {
     201: {
       description: 'Registered.',
@@ -74,14 +104,15 @@ export const updateInstallation = defineRoute({
   tags: ['installations'],
   auth: 'device',
   params: installationIdParam,
-  bodyContentType: JSON_BODY,
+  bodyReading: 'handler',
   body: z.object({
     device_token: token.optional(),
     voip_token: token.nullable().optional().describe('null clears the PushKit token; absent keeps it.'),
     watch_voip_token: token.nullable().optional(),
     location_push_token: token.nullable().optional().describe('null clears the location push token; absent keeps it.'),
-    preferences: z.record(z.string(), z.unknown()).optional().describe('Merged over the stored preferences.'),
+    preferences: preferencesUpdate.describe('Merged over the stored preferences.'),
   }),
+  bodyErrorCodes: tokenErrorCodes,
   responses: {
     200: { description: 'The installation after the update.', schema: z.object({ installation: installationSchema }) },
     400: {

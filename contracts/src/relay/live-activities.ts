@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
-import { JSON_BODY } from './shared.js';
 
 /**
  * Lock Screen progress (Live Activities). iOS renders these payloads itself, so they cannot be sealed
@@ -63,7 +62,7 @@ export const registerLiveActivity = defineRoute({
   tags: ['live-activities'],
   auth: 'device',
   body: liveActivityRegistration,
-  bodyContentType: JSON_BODY,
+  bodyReading: 'handler',
   invalidBodyCode: 'invalid_live_activity',
   responses: {
     200: {
@@ -131,7 +130,7 @@ export const reportLiveActivityProgress = defineRoute({
   tags: ['live-activities'],
   auth: 'gateway',
   body: liveActivityProgress,
-  bodyContentType: JSON_BODY,
+  bodyReading: 'handler',
   invalidBodyCode: 'invalid_progress',
   responses: {
     200: {

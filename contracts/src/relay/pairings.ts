@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
-import { errorOf, installationIdParam, JSON_BODY, rateLimited, tooLarge, unauthorized } from './shared.js';
+import { errorOf, installationIdParam, rateLimited, tooLarge, unauthorized } from './shared.js';
+
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** Route 8: the phone asks for a pairing code (one live code per installation, 10 minutes). */
 export const createPairing = defineRoute({
@@ -11,8 +13,20 @@ export const createPairing = defineRoute({
   tags: ['pairing'],
   auth: 'device',
   params: installationIdParam,
-  bodyContentType: JSON_BODY,
-  body: z.object({ dashboard_id: z.string().nullable().optional() }),
+  bodyReading: 'handler',
+  body: z.object({
+    dashboard_id: z
+      .string()
+      .regex(/^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$/)
+      .refine((uuid) => uuid !== NIL_UUID)
+      .transform((uuid) => uuid.toLowerCase())
+      .nullable()
+      .optional()
+      .describe(
+        'The dashboard this pairing binds to (a UUID, not the nil one; stored lowercase); null or absent: none.',
+      ),
+  }),
+  invalidBodyCode: 'invalid_dashboard_id',
   responses: {
     201: {
       description: 'A new code; any earlier unclaimed code of the installation is void.',
@@ -33,8 +47,15 @@ export const claimPairing = defineRoute({
   summary: 'Claim a pairing code',
   tags: ['pairing'],
   auth: 'none',
-  bodyContentType: JSON_BODY,
-  body: z.object({ pairing_code: z.string(), gateway_name: z.string().optional() }),
+  bodyReading: 'handler',
+  body: z.object({
+    pairing_code: z.string().describe('`XXXXX-XXXXX`; case, spaces and dashes do not matter. Not a string: 404.'),
+    gateway_name: z
+      .preprocess((name) => (name ? String(name as string) : undefined), z.string().optional())
+      .describe('Cut to 80 characters; absent or empty: "Hermes gateway". Any other value is read as text.'),
+  }),
+  // An unusable code is the same 404 as an unknown one.
+  bodyErrorCodes: { pairing_code: 'invalid_or_expired_pairing' },
   responses: {
     200: {
       description: 'Paired.',

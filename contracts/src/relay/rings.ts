@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
-import { errorOf, JSON_BODY, rateLimited, tooLarge, unauthorized } from './shared.js';
+import { errorOf, lenient, rateLimited, tooLarge, unauthorized } from './shared.js';
 
 const ringParams = z.object({ ringId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) });
 const ringToken = z.string().regex(/^[A-Za-z0-9_-]{43}$/);
@@ -14,16 +14,16 @@ export const settleRing = defineRoute({
   tags: ['rings'],
   auth: 'ring',
   params: ringParams,
-  bodyContentType: JSON_BODY,
+  bodyReading: 'handler',
   body: z.object({
     token: ringToken,
     by: z.enum(['phone', 'watch']),
     outcome: z.enum(['answered', 'declined']),
-    start: z
-      .string()
-      .optional()
-      .describe('Sealed call start from the Watch (≤1,024 base64url), forwarded to the phone.'),
+    start: lenient(z.string().regex(/^[A-Za-z0-9_-]{1,1024}$/)).describe(
+      'Sealed call start from the Watch (≤1,024 base64url), forwarded to the phone; a malformed one is dropped.',
+    ),
   }),
+  invalidBodyCode: 'invalid_settle',
   responses: {
     200: {
       description: 'Settled; notified says a stop push went to the other device.',
@@ -52,8 +52,9 @@ export const storeRingSession = defineRoute({
   tags: ['rings'],
   auth: 'ring',
   params: ringParams,
-  bodyContentType: JSON_BODY,
+  bodyReading: 'handler',
   body: z.object({ token: ringToken, sealed: z.string().regex(/^[A-Za-z0-9_-]{1,98304}$/) }),
+  invalidBodyCode: 'invalid_session',
   responses: {
     200: { description: 'Stored for 2 minutes.', schema: z.object({ stored: z.literal(true) }) },
     400: { description: 'Invalid body.', schema: errorOf(['invalid_json', 'invalid_session']) },

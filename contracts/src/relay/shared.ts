@@ -1,11 +1,27 @@
 import { z } from 'zod';
 
 /**
- * Pieces several relay route families share. Bodies are declared for documentation and the typed
- * clients; the relay validates them in its handlers in the reference's order of checks (rate limits
- * and authentication before the body is read), hence `bodyContentType` on these routes.
+ * Pieces several relay route families share. The relay reads every body in its handler
+ * (`bodyReading: 'handler'`), after the checks the reference makes first (rate limits, authentication);
+ * the body schema then validates it, in the reference's order of checks, answering its codes
+ * (`bodyErrorCodes`). What the reference cleans rather than refuses is declared `lenient`.
  */
-export const JSON_BODY = 'application/json';
+
+/**
+ * A field the relay cleans rather than refuses (the reference's cleanText and cleanIdentifier): a value
+ * of another shape is dropped, as if absent; the relay then cleans the rest (trim, length cuts).
+ */
+export function lenient<S extends z.ZodType>(schema: S) {
+  return z.preprocess((value) => (schema.safeParse(value).success ? value : undefined), schema.optional());
+}
+
+// eslint-disable-next-line no-control-regex -- the reference replaces exactly U+0000–U+001F
+const CONTROL_CHARS = /[\u0000-\u001f]/g;
+
+/** What the reference's cleanText leaves non-empty: text once control characters are spaces and it is trimmed. */
+export function hasVisibleText(text: string): boolean {
+  return text.replace(CONTROL_CHARS, ' ').trim() !== '';
+}
 
 export const errorOf = <const Codes extends readonly [string, ...string[]]>(codes: Codes) =>
   z.object({ error: z.enum(codes) });

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
-import { JSON_BODY } from './shared.js';
 
 /** Grant and call ids: 16 random bytes, base64url (22 characters). */
 export const watchIdPattern = /^[A-Za-z0-9_-]{22}$/;
@@ -50,7 +49,7 @@ export const createWatchGrant = defineRoute({
   tags: ['watch'],
   auth: 'gateway',
   body: watchGrantRequest,
-  bodyContentType: JSON_BODY,
+  bodyReading: 'handler',
   invalidBodyCode: 'invalid_grant',
   responses: {
     201: { description: 'Grant opened.', schema: watchGrantResponse },
@@ -83,7 +82,7 @@ export const postWatchCall = defineRoute({
   auth: 'watchKey',
   params: grantIdParam,
   body: watchCallRequest,
-  bodyContentType: JSON_BODY,
+  bodyReading: 'handler',
   invalidBodyCode: 'invalid_call',
   responses: {
     200: { description: "The host's sealed answer.", schema: sealedMessage },
@@ -155,7 +154,7 @@ export const postWatchResult = defineRoute({
   auth: 'gateway',
   params: ridParams,
   body: watchResultRequest,
-  bodyContentType: JSON_BODY,
+  bodyReading: 'handler',
   invalidBodyCode: 'invalid_result',
   responses: {
     200: { description: 'Handed to the waiting Watch request.', schema: z.object({ status: z.literal('delivered') }) },

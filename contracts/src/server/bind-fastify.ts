@@ -1,6 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { z } from 'zod';
-import type { BodyInputOf, BodyReading, BodyReadingOf, ParamsOf, QueryOf, ReplyOf, RouteContract } from '../route.js';
+import { z } from 'zod';
+import type {
+  BodyInputOf,
+  BodyReading,
+  BodyReadingOf,
+  ParamsOf,
+  QueryOf,
+  ReplyOf,
+  ResponseSpec,
+  RouteContract,
+} from '../route.js';
 import { WireError } from './wire-error.js';
 
 interface BoundBase<R extends RouteContract> {
@@ -29,13 +38,25 @@ export type BoundRequest<R extends RouteContract> = BoundBase<R> & BodyAccess<R>
 
 export type Handler<R extends RouteContract> = (input: BoundRequest<R>) => Promise<ReplyOf<R>> | ReplyOf<R>;
 
-export interface BindOptions {
+export interface BindOptions<R extends RouteContract = RouteContract> {
   /** The answer when path parameters fail their pattern (the relay answers 404 not_found). */
   invalidParams?: WireError;
   /** The answer when the query fails and the issue names no code. */
   invalidQuery?: WireError;
   /** Runs before the body is validated (the relay authenticates some routes before reading the body). */
   preValidation?: (request: FastifyRequest) => Promise<void> | void;
+  /**
+   * Turns the request's body into the JSON value the contract validates: the relay's reference rules
+   * (its size bound, `{}` for an empty body, 400 invalid_json). Default: what Fastify's parser produced,
+   * `{}` when there is none.
+   */
+  readJson?: (request: FastifyRequest) => unknown;
+  /**
+   * Tightens the contract's body schema with what only the server knows (the relay's APNS_TOPIC, its
+   * clock), keeping the schema's order of checks: `extend` a field in place, or add a refinement that
+   * runs after the fields.
+   */
+  narrowBody?: (schema: NonNullable<R['body']>) => z.ZodType<BodyInputOf<R>>;
 }
 
 const WIRE_CODE = /^[a-z][a-z0-9_]*$/;
@@ -51,9 +72,39 @@ export function fastifyPath(openApiPath: string): string {
   return openApiPath.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
 }
 
-/** The contract's answer to a body that fails its schema. */
-function bodyError(route: RouteContract, error: z.ZodError): WireError {
-  return new WireError(400, issueCode(error) ?? route.invalidBodyCode ?? 'invalid_request');
+/** The `error` codes one declared answer allows (its schema's `error` field: an enum or a literal). */
+export function declaredCodes(spec: ResponseSpec | undefined): string[] {
+  const schema = spec?.schema;
+  if (!(schema instanceof z.ZodObject)) return [];
+  const error: unknown = schema.shape.error;
+  if (error instanceof z.ZodEnum) return error.options.map(String);
+  if (error instanceof z.ZodLiteral) return [...error.values].map(String);
+  return [];
+}
+
+/** The status a route declares for an error code: 400 when it is declared there, else the first that declares it. */
+export function declaredStatusOf(route: RouteContract, code: string): number | undefined {
+  const statuses = Object.keys(route.responses).map(Number);
+  const declaring = statuses.filter((status) => declaredCodes(route.responses[status]).includes(code));
+  return declaring.includes(400) ? 400 : declaring[0];
+}
+
+/** The wire code of a body that fails its schema: the first issue's own code, its field's, or the route's. */
+export function bodyErrorCode(route: RouteContract, error: z.ZodError): string {
+  const field = error.issues[0]?.path[0];
+  const fieldCodes = route.bodyErrorCodes as Record<string, string> | undefined;
+  return (
+    issueCode(error) ??
+    (typeof field === 'string' ? fieldCodes?.[field] : undefined) ??
+    route.invalidBodyCode ??
+    'invalid_request'
+  );
+}
+
+// A code the contract names at run time (an issue's message, bodyErrorCodes) is answered with the status
+// the contract declares for it, so `{pairing_code: 5}` is the claim route's 404, not a 400.
+function contractError(route: RouteContract, code: string): WireError {
+  return new WireError(declaredStatusOf(route, code) ?? 400, code);
 }
 
 /** BodyReading at run time: as declared, else `raw` for a route that names a content type, else `bind` (as defineRoute types it). */
@@ -71,13 +122,16 @@ export function bindRoute<R extends RouteContract>(
   app: FastifyInstance,
   route: R,
   handler: NoInfer<Handler<R>>,
-  options: BindOptions = {},
+  options: NoInfer<BindOptions<R>> = {},
 ): void {
   const reading = bodyReadingOf(route);
+  const bodySchema: z.ZodType | undefined =
+    route.body && options.narrowBody ? options.narrowBody(route.body as NonNullable<R['body']>) : route.body;
   const validBody = (request: FastifyRequest): unknown => {
-    if (!route.body) return undefined;
-    const parsed = route.body.safeParse(request.body ?? {});
-    if (!parsed.success) throw bodyError(route, parsed.error);
+    if (!bodySchema) return undefined;
+    const raw = options.readJson ? options.readJson(request) : (request.body ?? {});
+    const parsed = bodySchema.safeParse(raw);
+    if (!parsed.success) throw contractError(route, bodyErrorCode(route, parsed.error));
     return parsed.data;
   };
 
@@ -92,7 +146,7 @@ export function bindRoute<R extends RouteContract>(
       const parsed = route.query.safeParse(request.query ?? {});
       if (!parsed.success) {
         const code = issueCode(parsed.error);
-        throw code ? new WireError(400, code) : (options.invalidQuery ?? new WireError(400, 'invalid_query'));
+        throw code ? contractError(route, code) : (options.invalidQuery ?? new WireError(400, 'invalid_query'));
       }
       query = parsed.data;
     }

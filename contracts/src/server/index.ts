@@ -1,7 +1,10 @@
 export { WireError } from './wire-error.js';
 export {
   bindRoute,
+  bodyErrorCode,
   bodyReadingOf,
+  declaredCodes,
+  declaredStatusOf,
   fastifyPath,
   issueCode,
   type BindOptions,

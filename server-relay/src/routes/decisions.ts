@@ -22,14 +22,15 @@ type AnswerFailure = { ok: false; status: 400 | 404 | 409 | 410; code: string };
 export function decisionRoutes(app: FastifyInstance, context: RelayContext): void {
   const { limits } = context.config;
 
-  const respond = async ({ params, request }: BoundRequest<typeof respondDecision>) => {
+  const respond = async ({ params, request, readBody }: BoundRequest<typeof respondDecision>) => {
     limit(context, `decision-respond-ip:${ipOf(context, request)}`, FIXED_LIMITS.decisionRespondPerIp);
     // Authenticated before the body is read: an anonymous caller cannot make the relay parse anything.
     const installation = await authenticateDevice(context, request);
     limit(context, `decision-respond:${installation.id}`, FIXED_LIMITS.decisionRespondPerInstallation);
-    const body = readJson(request);
+    const body = readBody();
+    // The contract refused an answer with no text (invalid_answer); this only cleans it.
     const answer = normalizeAnswer(body.answer, cleanText);
-    if (!answer) throw new WireError(400, 'invalid_answer');
+    if (answer === undefined) throw new Error('the contract admitted an answer without text');
     const questionId = cleanText(body.question_id, 40);
     const gatewayId = cleanIdentifier(body.gateway_id, 80);
     const now = context.now();
@@ -70,8 +71,8 @@ export function decisionRoutes(app: FastifyInstance, context: RelayContext): voi
           : { status: 'answered' as const },
     };
   };
-  bindRoute(app, respondDecision, respond);
-  bindRoute(app, respondDecisionLegacy, respond);
+  bindRoute(app, respondDecision, respond, { readJson });
+  bindRoute(app, respondDecisionLegacy, respond, { readJson });
 
   bindRoute(app, pollDecision, async ({ params, request }) => {
     const { installation, gateway } = await authenticateGateway(context, request);

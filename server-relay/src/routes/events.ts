@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { bindRoute, WireError } from '@conduit/contracts/server';
+import { iatWithinWindow } from '@conduit/contracts/relay/events';
 import { postEvent } from '@conduit/contracts/relay/index';
 import type { ApnsNotification, ApnsResult } from '../apns/types.js';
 import { plainAlert, sealedAlert, type AlertPush, type GatewayScope } from '../domain/alert-payload.js';
@@ -31,55 +32,70 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export function eventRoutes(app: FastifyInstance, context: RelayContext): void {
   const { limits } = context.config;
 
-  bindRoute(app, postEvent, async ({ request }) => {
-    // §2 order: auth, per-installation limit, validation, dedupe, capacity preflight, budgets, metadata, delivery.
-    const auth = await authenticateGateway(context, request);
-    const { installation, gateway } = auth;
-    limit(context, `event:${installation.id}`, FIXED_LIMITS.eventPerInstallation);
-    const validation = validateEvent(readJson(request), context.now());
-    if (!validation.ok) throw new WireError(400, validation.code);
-    const event = validation.event;
-    const duplicate = context.ledger.has(installation.id, gateway.id, event.eventId);
-    const requestId = parkedRequestId(event);
+  bindRoute(
+    app,
+    postEvent,
+    async ({ request, readBody }) => {
+      // §2 order: auth, per-installation limit, validation, dedupe, capacity preflight, budgets, metadata, delivery.
+      const auth = await authenticateGateway(context, request);
+      const { installation, gateway } = auth;
+      limit(context, `event:${installation.id}`, FIXED_LIMITS.eventPerInstallation);
+      // The contract refuses (type, event_id, mode, the sealed parts, in that order); validateEvent cleans.
+      const validation = validateEvent(readBody(), context.now());
+      if (!validation.ok) throw new Error(`the contract admitted an event the relay refuses (${validation.code})`);
+      const event = validation.event;
+      const duplicate = context.ledger.has(installation.id, gateway.id, event.eventId);
+      const requestId = parkedRequestId(event);
 
-    const run = async (): Promise<EventReply> => {
-      if (!duplicate && event.type === 'location.request' && !installation.locationPushToken) {
-        // Before the id is consumed and any budget spent: the host may send the same event again
-        // once the phone has registered its Location Push Service Extension's token.
-        throw new WireError(409, 'location_push_unavailable');
-      }
-      if (!duplicate && requestId !== undefined) {
-        // Before the id is consumed: a caller may retry the same event once capacity frees up.
-        await assertDecisionCapacity(context, installation.id);
-      }
-      if (duplicate && !event.pluginVersion) return DUPLICATE;
-      limit(context, 'event-global', limits.eventsPerMinute);
-      if (!duplicate && event.type === 'call.requested') {
-        if (!context.limiter.hit(`call:${installation.id}`, limits.callsPerInstallationPerDay, DAY_MS)) {
-          throw new WireError(429, 'call_limit');
+      const run = async (): Promise<EventReply> => {
+        if (!duplicate && event.type === 'location.request' && !installation.locationPushToken) {
+          // Before the id is consumed and any budget spent: the host may send the same event again
+          // once the phone has registered its Location Push Service Extension's token.
+          throw new WireError(409, 'location_push_unavailable');
         }
-      }
-      const now = context.now();
-      if (event.pluginVersion) {
-        context.activity.record(installation.id, gateway.id, {
-          pluginVersion: event.pluginVersion,
-          pluginCapabilities: event.pluginCapabilities ?? [],
-          lastEventAt: now,
-        });
-      }
-      if (!context.ledger.add(installation.id, gateway.id, event.eventId)) return DUPLICATE;
-      context.activity.record(installation.id, gateway.id, { lastEventAt: now });
-      if (event.type === 'plugin.hello') return { status: 202, body: { accepted: true, delivered: false } };
-      if (requestId !== undefined) return deliverClarify(context, auth, event, requestId);
-      if (event.type === 'location.request') return deliverLocationQuery(context, auth, event);
-      if (event.type === 'phone.changes' && event.mode === 'background') {
-        return deliverBackgroundChanges(context, auth, event);
-      }
-      return deliverNotification(context, auth, event);
-    };
-    // Clarify events check capacity and park under one lock, as the reference does synchronously.
-    return requestId !== undefined && !duplicate ? context.decisionLock(run) : run();
-  });
+        if (!duplicate && requestId !== undefined) {
+          // Before the id is consumed: a caller may retry the same event once capacity frees up.
+          await assertDecisionCapacity(context, installation.id);
+        }
+        if (duplicate && !event.pluginVersion) return DUPLICATE;
+        limit(context, 'event-global', limits.eventsPerMinute);
+        if (!duplicate && event.type === 'call.requested') {
+          if (!context.limiter.hit(`call:${installation.id}`, limits.callsPerInstallationPerDay, DAY_MS)) {
+            throw new WireError(429, 'call_limit');
+          }
+        }
+        const now = context.now();
+        if (event.pluginVersion) {
+          context.activity.record(installation.id, gateway.id, {
+            pluginVersion: event.pluginVersion,
+            pluginCapabilities: event.pluginCapabilities ?? [],
+            lastEventAt: now,
+          });
+        }
+        if (!context.ledger.add(installation.id, gateway.id, event.eventId)) return DUPLICATE;
+        context.activity.record(installation.id, gateway.id, { lastEventAt: now });
+        if (event.type === 'plugin.hello') return { status: 202, body: { accepted: true, delivered: false } };
+        if (requestId !== undefined) return deliverClarify(context, auth, event, requestId);
+        if (event.type === 'location.request') return deliverLocationQuery(context, auth, event);
+        if (event.type === 'phone.changes' && event.mode === 'background') {
+          return deliverBackgroundChanges(context, auth, event);
+        }
+        return deliverNotification(context, auth, event);
+      };
+      // Clarify events check capacity and park under one lock, as the reference does synchronously.
+      return requestId !== undefined && !duplicate ? context.decisionLock(run) : run();
+    },
+    {
+      readJson,
+      // The envelope's time against this relay's clock, after the contract's own checks (all invalid_e2e).
+      narrowBody: (schema) =>
+        schema.superRefine((event, check) => {
+          if (event.e2e && !iatWithinWindow(event.e2e.iat, context.now())) {
+            check.addIssue({ code: 'custom', path: ['e2e', 'iat'], message: 'iat outside the relay window' });
+          }
+        }),
+    },
+  );
 }
 
 function scopeOf(auth: AuthenticatedGateway): GatewayScope {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import { bindRoute, WireError } from '@conduit/contracts/server';
 import { deleteInstallation, registerInstallation, updateInstallation } from '@conduit/contracts/relay/index';
 import { newSecret, sha256Hex } from '../domain/credentials.js';
-import { normalizeDeviceToken } from '../domain/device-tokens.js';
 import { mergePreferences, normalizePreferences, type Preferences } from '../domain/preferences.js';
 import { FIXED_LIMITS } from '../limits.js';
 import { authenticateDevice, ipOf, limit, type RelayContext } from '../relay-context.js';
@@ -23,15 +23,6 @@ export function publicInstallation(installation: InstallationRecord, gateways: G
   };
 }
 
-/** A secondary token field (PushKit, location push): absent keeps (undefined), null clears, else a valid token. */
-function optionalToken(value: unknown, code: string): string | null | undefined {
-  if (value === undefined) return undefined;
-  if (value === null) return null;
-  const token = normalizeDeviceToken(value);
-  if (!token) throw new WireError(400, code);
-  return token;
-}
-
 function samePreferences(a: Preferences, b: Preferences): boolean {
   return (Object.keys(a) as (keyof Preferences)[]).every((key) => a[key] === b[key]);
 }
@@ -39,99 +30,106 @@ function samePreferences(a: Preferences, b: Preferences): boolean {
 export function installationRoutes(app: FastifyInstance, context: RelayContext): void {
   const { limits } = context.config;
 
-  bindRoute(app, registerInstallation, async ({ request }) => {
-    limit(context, `registration:${ipOf(context, request)}`, FIXED_LIMITS.registrationPerIp);
-    const body = readJson(request);
-    const deviceToken = normalizeDeviceToken(body.device_token);
-    if (!deviceToken) throw new WireError(400, 'invalid_device_token');
-    const voipToken = optionalToken(body.voip_token, 'invalid_voip_token') ?? null;
-    const watchVoipToken = optionalToken(body.watch_voip_token, 'invalid_watch_voip_token') ?? null;
-    const locationPushToken = optionalToken(body.location_push_token, 'invalid_location_push_token') ?? null;
-    if (body.bundle_id !== context.config.apnsTopic) throw new WireError(400, 'invalid_topic');
-    if (body.environment !== 'production') throw new WireError(400, 'production_only');
-    const now = context.now();
-    const secret = newSecret();
-    const installation: InstallationRecord = {
-      id: randomUUID(),
-      bundleId: context.config.apnsTopic,
-      deviceToken,
-      voipToken,
-      watchVoipToken,
-      locationPushToken,
-      environment: 'production',
-      deviceSecretHash: sha256Hex(secret),
-      active: true,
-      preferences: normalizePreferences(body.preferences),
-      createdAt: now,
-      updatedAt: now,
-      pairedAt: null,
-      // Registering is the first sighting: an installation nobody pairs expires a TTL from now.
-      lastSeenAt: now,
-    };
-    // Slots held by installations nobody paired or used are reclaimed before a registration is refused.
-    if ((await context.store.countInstallations()) >= limits.maxInstallations) await context.unpaired.sweepAtCapacity();
-    await context.store.insertInstallationIfAdmitted(installation, (count) => {
-      // Capacity before the budget: a full relay must not spend the budget others need. The count
-      // includes registrations still being written, so racing requests never overshoot the limit.
-      if (count >= limits.maxInstallations) throw new WireError(429, 'installation_limit_reached');
-      limit(context, 'registration-global', limits.registrationsPerMinute);
-    });
-    return {
-      status: 201,
-      body: {
-        installation: publicInstallation(installation, []),
-        credential: `${installation.id}.${secret}`,
-        relay_url: context.config.publicUrl,
-      },
-    };
-  });
+  bindRoute(
+    app,
+    registerInstallation,
+    async ({ request, readBody }) => {
+      limit(context, `registration:${ipOf(context, request)}`, FIXED_LIMITS.registrationPerIp);
+      // Tokens (normalised), topic, environment, in the reference's order: the contract checks them.
+      const body = readBody();
+      const deviceToken = body.device_token;
+      const voipToken = body.voip_token ?? null;
+      const watchVoipToken = body.watch_voip_token ?? null;
+      const locationPushToken = body.location_push_token ?? null;
+      const now = context.now();
+      const secret = newSecret();
+      const installation: InstallationRecord = {
+        id: randomUUID(),
+        bundleId: context.config.apnsTopic,
+        deviceToken,
+        voipToken,
+        watchVoipToken,
+        locationPushToken,
+        environment: 'production',
+        deviceSecretHash: sha256Hex(secret),
+        active: true,
+        preferences: normalizePreferences(body.preferences),
+        createdAt: now,
+        updatedAt: now,
+        pairedAt: null,
+        // Registering is the first sighting: an installation nobody pairs expires a TTL from now.
+        lastSeenAt: now,
+      };
+      // Slots held by installations nobody paired or used are reclaimed before a registration is refused.
+      if ((await context.store.countInstallations()) >= limits.maxInstallations) {
+        await context.unpaired.sweepAtCapacity();
+      }
+      await context.store.insertInstallationIfAdmitted(installation, (count) => {
+        // Capacity before the budget: a full relay must not spend the budget others need. The count
+        // includes registrations still being written, so racing requests never overshoot the limit.
+        if (count >= limits.maxInstallations) throw new WireError(429, 'installation_limit_reached');
+        limit(context, 'registration-global', limits.registrationsPerMinute);
+      });
+      return {
+        status: 201,
+        body: {
+          installation: publicInstallation(installation, []),
+          credential: `${installation.id}.${secret}`,
+          relay_url: context.config.publicUrl,
+        },
+      };
+    },
+    // bundle_id must be this relay's APNS_TOPIC: checked in its place in the contract's order, after the tokens.
+    { readJson, narrowBody: (schema) => schema.extend({ bundle_id: z.literal(context.config.apnsTopic) }) },
+  );
 
-  bindRoute(app, updateInstallation, async ({ params, request }) => {
-    const installation = await authenticateDevice(context, request, params.id);
-    limit(context, `installation-update:${installation.id}`, FIXED_LIMITS.installationUpdatePerInstallation);
-    const body = readJson(request);
-    let deviceToken = installation.deviceToken;
-    if (body.device_token !== undefined) {
-      const token = normalizeDeviceToken(body.device_token);
-      if (!token) throw new WireError(400, 'invalid_device_token');
-      deviceToken = token;
-    }
-    const voip = optionalToken(body.voip_token, 'invalid_voip_token');
-    const watchVoip = optionalToken(body.watch_voip_token, 'invalid_watch_voip_token');
-    const location = optionalToken(body.location_push_token, 'invalid_location_push_token');
-    const voipToken = voip === undefined ? installation.voipToken : voip;
-    const watchVoipToken = watchVoip === undefined ? installation.watchVoipToken : watchVoip;
-    const locationPushToken = location === undefined ? installation.locationPushToken : location;
-    const preferences = mergePreferences(installation.preferences, body.preferences);
-    const gateways = await context.store.listGateways(installation.id);
-    const unchanged =
-      deviceToken === installation.deviceToken &&
-      voipToken === installation.voipToken &&
-      watchVoipToken === installation.watchVoipToken &&
-      locationPushToken === installation.locationPushToken &&
-      samePreferences(preferences, installation.preferences);
-    // A semantic no-op (apps re-send their state on every launch) neither writes nor spends the budget.
-    if (unchanged) return { status: 200, body: { installation: publicInstallation(installation, gateways) } };
-    limit(context, 'device-change-global', limits.deviceChangesPerMinute);
-    const updated: InstallationRecord = {
-      ...installation,
-      deviceToken,
-      voipToken,
-      watchVoipToken,
-      locationPushToken,
-      preferences,
-      updatedAt: context.now(),
-    };
-    await context.store.updateInstallation(installation.id, {
-      deviceToken,
-      voipToken,
-      watchVoipToken,
-      locationPushToken,
-      preferences,
-      updatedAt: updated.updatedAt,
-    });
-    return { status: 200, body: { installation: publicInstallation(updated, gateways) } };
-  });
+  bindRoute(
+    app,
+    updateInstallation,
+    async ({ params, request, readBody }) => {
+      const installation = await authenticateDevice(context, request, params.id);
+      limit(context, `installation-update:${installation.id}`, FIXED_LIMITS.installationUpdatePerInstallation);
+      const body = readBody();
+      // Absent keeps a token, null clears a PushKit or location token (never the device token).
+      const deviceToken = body.device_token ?? installation.deviceToken;
+      const voip = body.voip_token;
+      const watchVoip = body.watch_voip_token;
+      const location = body.location_push_token;
+      const voipToken = voip === undefined ? installation.voipToken : voip;
+      const watchVoipToken = watchVoip === undefined ? installation.watchVoipToken : watchVoip;
+      const locationPushToken = location === undefined ? installation.locationPushToken : location;
+      const preferences = mergePreferences(installation.preferences, body.preferences);
+      const gateways = await context.store.listGateways(installation.id);
+      const unchanged =
+        deviceToken === installation.deviceToken &&
+        voipToken === installation.voipToken &&
+        watchVoipToken === installation.watchVoipToken &&
+        locationPushToken === installation.locationPushToken &&
+        samePreferences(preferences, installation.preferences);
+      // A semantic no-op (apps re-send their state on every launch) neither writes nor spends the budget.
+      if (unchanged) return { status: 200, body: { installation: publicInstallation(installation, gateways) } };
+      limit(context, 'device-change-global', limits.deviceChangesPerMinute);
+      const updated: InstallationRecord = {
+        ...installation,
+        deviceToken,
+        voipToken,
+        watchVoipToken,
+        locationPushToken,
+        preferences,
+        updatedAt: context.now(),
+      };
+      await context.store.updateInstallation(installation.id, {
+        deviceToken,
+        voipToken,
+        watchVoipToken,
+        locationPushToken,
+        preferences,
+        updatedAt: updated.updatedAt,
+      });
+      return { status: 200, body: { installation: publicInstallation(updated, gateways) } };
+    },
+    { readJson },
+  );
 
   bindRoute(app, deleteInstallation, async ({ params, request }) => {
     const installation = await authenticateDevice(context, request, params.id);

@@ -11,72 +11,81 @@ import { readJson } from '../http/read-json.js';
 export function pairingRoutes(app: FastifyInstance, context: RelayContext): void {
   const { limits } = context.config;
 
-  bindRoute(app, createPairing, async ({ params, request }) => {
-    const installation = await authenticateDevice(context, request, params.id);
-    limit(context, `pairing:${installation.id}`, FIXED_LIMITS.pairingPerInstallation);
-    const body = readJson(request);
-    const dashboardId = parseDashboardId(body.dashboard_id);
-    if (dashboardId === undefined) throw new WireError(400, 'invalid_dashboard_id');
-    limit(context, 'device-change-global', limits.deviceChangesPerMinute);
-    const code = newPairingCode(context.random);
-    const codeHash = pairingCodeHash(code);
-    if (!codeHash) throw new Error('pairing code did not normalise');
-    const expiresAt = context.now() + FIXED_LIMITS.pairingTtlMs;
-    await context.store.replacePairing({ codeHash, installationId: installation.id, expiresAt, dashboardId });
-    return { status: 201, body: { pairing_code: code, expires_at: new Date(expiresAt).toISOString() } };
-  });
+  bindRoute(
+    app,
+    createPairing,
+    async ({ params, request, readBody }) => {
+      const installation = await authenticateDevice(context, request, params.id);
+      limit(context, `pairing:${installation.id}`, FIXED_LIMITS.pairingPerInstallation);
+      // A canonical (lowercase) UUID, or null for none.
+      const dashboardId = readBody().dashboard_id ?? null;
+      limit(context, 'device-change-global', limits.deviceChangesPerMinute);
+      const code = newPairingCode(context.random);
+      const codeHash = pairingCodeHash(code);
+      if (!codeHash) throw new Error('pairing code did not normalise');
+      const expiresAt = context.now() + FIXED_LIMITS.pairingTtlMs;
+      await context.store.replacePairing({ codeHash, installationId: installation.id, expiresAt, dashboardId });
+      return { status: 201, body: { pairing_code: code, expires_at: new Date(expiresAt).toISOString() } };
+    },
+    { readJson },
+  );
 
-  bindRoute(app, claimPairing, async ({ request }) => {
-    limit(context, `claim:${ipOf(context, request)}`, FIXED_LIMITS.claimPerIp);
-    const body = readJson(request);
-    const codeHash = pairingCodeHash(body.pairing_code);
-    const pairing = codeHash ? await context.store.findPairing(codeHash) : null;
-    if (!codeHash || !pairing) throw new WireError(404, 'invalid_or_expired_pairing');
-    if (pairing.expiresAt <= context.now()) {
-      await context.store.deletePairing(codeHash);
-      throw new WireError(404, 'invalid_or_expired_pairing');
-    }
-    // Both reads at once (one round trip less on PostgreSQL); the count is only used for an active phone.
-    const [installation, gatewayCount] = await Promise.all([
-      context.store.findInstallation(pairing.installationId),
-      context.store.countGateways(pairing.installationId),
-    ]);
-    if (!installation?.active) {
-      // The code is spent either way: a deactivated phone must pair again from scratch.
-      await context.store.deletePairing(codeHash);
-      throw new WireError(404, 'invalid_or_expired_pairing');
-    }
-    // Capacity before the budget; the code is kept so the phone can free a slot and retry.
-    if (gatewayCount >= limits.maxGatewaysPerInstallation) {
-      throw new WireError(429, 'gateway_limit_reached');
-    }
-    limit(context, 'device-change-global', limits.deviceChangesPerMinute);
-    const name = (body.gateway_name ? String(body.gateway_name as string) : 'Hermes gateway').slice(0, 80);
-    const secret = newSecret();
-    const gatewayId = randomUUID();
-    const claimed = await context.store.claimPairing(codeHash, {
-      installationId: installation.id,
-      id: gatewayId,
-      name,
-      secretHash: sha256Hex(secret),
-      // The binding is re-validated: a stored value that no longer parses leaves the gateway unbound.
-      dashboardId: parseDashboardId(pairing.dashboardId) ?? null,
-      createdAt: context.now(),
-      pluginVersion: null,
-      pluginCapabilities: null,
-      lastEventAt: null,
-    });
-    if (!claimed) throw new WireError(404, 'invalid_or_expired_pairing');
-    return {
-      status: 200,
-      body: {
-        installation_id: installation.id,
-        gateway_id: gatewayId,
-        credential: `${installation.id}.${gatewayId}.${secret}`,
-        relay_url: context.config.publicUrl,
-      },
-    };
-  });
+  bindRoute(
+    app,
+    claimPairing,
+    async ({ request, readBody }) => {
+      limit(context, `claim:${ipOf(context, request)}`, FIXED_LIMITS.claimPerIp);
+      const body = readBody();
+      const codeHash = pairingCodeHash(body.pairing_code);
+      const pairing = codeHash ? await context.store.findPairing(codeHash) : null;
+      if (!codeHash || !pairing) throw new WireError(404, 'invalid_or_expired_pairing');
+      if (pairing.expiresAt <= context.now()) {
+        await context.store.deletePairing(codeHash);
+        throw new WireError(404, 'invalid_or_expired_pairing');
+      }
+      // Both reads at once (one round trip less on PostgreSQL); the count is only used for an active phone.
+      const [installation, gatewayCount] = await Promise.all([
+        context.store.findInstallation(pairing.installationId),
+        context.store.countGateways(pairing.installationId),
+      ]);
+      if (!installation?.active) {
+        // The code is spent either way: a deactivated phone must pair again from scratch.
+        await context.store.deletePairing(codeHash);
+        throw new WireError(404, 'invalid_or_expired_pairing');
+      }
+      // Capacity before the budget; the code is kept so the phone can free a slot and retry.
+      if (gatewayCount >= limits.maxGatewaysPerInstallation) {
+        throw new WireError(429, 'gateway_limit_reached');
+      }
+      limit(context, 'device-change-global', limits.deviceChangesPerMinute);
+      const name = (body.gateway_name ?? 'Hermes gateway').slice(0, 80);
+      const secret = newSecret();
+      const gatewayId = randomUUID();
+      const claimed = await context.store.claimPairing(codeHash, {
+        installationId: installation.id,
+        id: gatewayId,
+        name,
+        secretHash: sha256Hex(secret),
+        // The binding is re-validated: a stored value that no longer parses leaves the gateway unbound.
+        dashboardId: parseDashboardId(pairing.dashboardId) ?? null,
+        createdAt: context.now(),
+        pluginVersion: null,
+        pluginCapabilities: null,
+        lastEventAt: null,
+      });
+      if (!claimed) throw new WireError(404, 'invalid_or_expired_pairing');
+      return {
+        status: 200,
+        body: {
+          installation_id: installation.id,
+          gateway_id: gatewayId,
+          credential: `${installation.id}.${gatewayId}.${secret}`,
+          relay_url: context.config.publicUrl,
+        },
+      };
+    },
+    { readJson },
+  );
 
   bindRoute(app, revokeCurrentGateway, async ({ request }) => {
     const { installation, gateway } = await authenticateGateway(context, request);

@@ -10,9 +10,6 @@ import { readJson } from '../http/read-json.js';
 import { sendVoipPush } from '../delivery/voip-push.js';
 
 const RING_ID = /^[A-Za-z0-9_-]{22}$/;
-const RING_TOKEN = /^[A-Za-z0-9_-]{43}$/;
-const START = /^[A-Za-z0-9_-]{1,1024}$/;
-const SEALED = /^[A-Za-z0-9_-]{1,98304}$/;
 /** Room for the token and the JSON around a maximal sealed session. */
 const RING_SESSION_FRAMING_CHARS = 1024;
 
@@ -30,65 +27,63 @@ function ringFor(context: RelayContext, ringId: string, token: string): Ring {
 }
 
 export function ringRoutes(app: FastifyInstance, context: RelayContext): void {
-  bindRoute(app, settleRing, async ({ params, request }) => {
-    limit(context, `ring-settle:${ipOf(context, request)}`, FIXED_LIMITS.ringSettlePerIp);
-    const body = readJson(request);
-    const { token, by, outcome } = body;
-    if (
-      !RING_ID.test(params.ringId) ||
-      typeof token !== 'string' ||
-      !RING_TOKEN.test(token) ||
-      (by !== 'phone' && by !== 'watch') ||
-      (outcome !== 'answered' && outcome !== 'declined')
-    ) {
-      throw new WireError(400, 'invalid_settle');
-    }
-    const ring = ringFor(context, params.ringId, token);
-    if (ring.settled) {
-      throw new WireError(409, 'already_settled', { settled: { by: ring.settled.by, outcome: ring.settled.outcome } });
-    }
-    // A malformed start is dropped, not refused: the call still settles and the Watch starts it the old way.
-    const start =
-      by === 'watch' && outcome === 'answered' && typeof body.start === 'string' && START.test(body.start)
-        ? body.start
-        : undefined;
-    context.rings.settle(ring.id, { by, outcome, ...(start !== undefined ? { start } : {}) });
-    const otherToken = by === 'phone' ? ring.watchToken : ring.phoneToken;
-    const otherTopic = by === 'phone' ? context.config.apnsWatchTopic : context.config.apnsTopic;
-    let notified = false;
-    if (otherToken) {
-      const push = stopPushFor(
-        { id: ring.id, outcome, by, ...(start !== undefined ? { start } : {}) },
-        otherTopic,
-        context.now(),
-      );
-      // Not retried: the other device rings out on its own.
-      await sendVoipPush(
-        context,
-        { installationId: ring.installationId, device: by === 'phone' ? 'watch' : 'phone', token: otherToken },
-        push,
-      );
-      // The seed: `notified` says the other device has a PushKit token, so a stop push went to it,
-      // not that APNs accepted it.
-      notified = true;
-    }
-    return { status: 200, body: { settled: true, notified } };
-  });
+  bindRoute(
+    app,
+    settleRing,
+    async ({ params, request, readBody }) => {
+      limit(context, `ring-settle:${ipOf(context, request)}`, FIXED_LIMITS.ringSettlePerIp);
+      const { token, by, outcome, start: sealedStart } = readBody();
+      // The path accepts ids of 1–64 characters (0.10 clients); settling needs a 0.11 id of 22, and the
+      // reference answers any other with the body's code, after the body.
+      if (!RING_ID.test(params.ringId)) throw new WireError(400, 'invalid_settle');
+      const ring = ringFor(context, params.ringId, token);
+      if (ring.settled) {
+        throw new WireError(409, 'already_settled', {
+          settled: { by: ring.settled.by, outcome: ring.settled.outcome },
+        });
+      }
+      // A malformed start was dropped, not refused: the call still settles and the Watch starts it the old way.
+      const start = by === 'watch' && outcome === 'answered' ? sealedStart : undefined;
+      context.rings.settle(ring.id, { by, outcome, ...(start !== undefined ? { start } : {}) });
+      const otherToken = by === 'phone' ? ring.watchToken : ring.phoneToken;
+      const otherTopic = by === 'phone' ? context.config.apnsWatchTopic : context.config.apnsTopic;
+      let notified = false;
+      if (otherToken) {
+        const push = stopPushFor(
+          { id: ring.id, outcome, by, ...(start !== undefined ? { start } : {}) },
+          otherTopic,
+          context.now(),
+        );
+        // Not retried: the other device rings out on its own.
+        await sendVoipPush(
+          context,
+          { installationId: ring.installationId, device: by === 'phone' ? 'watch' : 'phone', token: otherToken },
+          push,
+        );
+        // The seed: `notified` says the other device has a PushKit token, so a stop push went to it,
+        // not that APNs accepted it.
+        notified = true;
+      }
+      return { status: 200, body: { settled: true, notified } };
+    },
+    { readJson },
+  );
 
-  bindRoute(app, storeRingSession, async ({ params, request }) => {
+  bindRoute(
+    app,
+    storeRingSession,
+    async ({ params, readBody }) => {
+      const { token, sealed } = readBody();
+      const ring = ringFor(context, params.ringId, token);
+      if (ring.settled?.by !== 'watch' || ring.settled.outcome !== 'answered') {
+        throw new WireError(409, 'not_answered_on_watch');
+      }
+      context.ringSessions.put(ring.id, sealed);
+      return { status: 200, body: { stored: true } };
+    },
     // A sealed session may be 96 KB, far above the general 32,768-character body bound.
-    const body = readJson(request, FIXED_LIMITS.maxRingSessionChars + RING_SESSION_FRAMING_CHARS);
-    const { token, sealed } = body;
-    if (typeof token !== 'string' || !RING_TOKEN.test(token) || typeof sealed !== 'string' || !SEALED.test(sealed)) {
-      throw new WireError(400, 'invalid_session');
-    }
-    const ring = ringFor(context, params.ringId, token);
-    if (ring.settled?.by !== 'watch' || ring.settled.outcome !== 'answered') {
-      throw new WireError(409, 'not_answered_on_watch');
-    }
-    context.ringSessions.put(ring.id, sealed);
-    return { status: 200, body: { stored: true } };
-  });
+    { readJson: (request) => readJson(request, FIXED_LIMITS.maxRingSessionChars + RING_SESSION_FRAMING_CHARS) },
+  );
 
   bindRoute(app, fetchRingSession, async ({ params, query, request, reply }) => {
     const match = /^Bearer\s+([A-Za-z0-9_-]{43})$/i.exec(request.headers.authorization ?? '');

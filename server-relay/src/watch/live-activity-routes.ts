@@ -1,15 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bindRoute, WireError } from '@conduit/contracts/server';
 import {
-  liveActivityProgress,
-  liveActivityRegistration,
   registerLiveActivity,
   removeLiveActivity,
   reportLiveActivityProgress,
 } from '@conduit/contracts/relay/live-activities';
+import { readJson } from '../http/read-json.js';
 import type { DeviceIdentity, WatchDeps } from './deps.js';
 import { liveActivityPush, type LiveActivityRegistry, tokenIsGone } from './live-activities.js';
-import { authorizationOf, parseBody } from './request-input.js';
+import { authorizationOf } from './request-input.js';
 
 /** Per-key limits, per 60 s. The plugin coalesces to one report per 5 s per watched turn. */
 export const LIVE_ACTIVITY_LIMITS = { registrationsPerInstallation: 30, reportsPerGateway: 120 } as const;
@@ -25,18 +24,23 @@ export function liveActivityRoutes(app: FastifyInstance, deps: WatchDeps, regist
     return device;
   };
 
-  bindRoute(app, registerLiveActivity, async ({ request }) => {
-    const device = await deviceOf(request);
-    limit(`live-activity:${device.installationId}`, LIVE_ACTIVITY_LIMITS.registrationsPerInstallation);
-    const body = parseBody(request, liveActivityRegistration, 'invalid_live_activity');
-    const registration = registry.register(device.installationId, body.push_token, body.session_ids, body.gateway_id);
-    if (registration === 'capacity') return { status: 503, body: { error: 'live_activity_capacity' } };
-    if (registration === 'taken') return { status: 409, body: { error: 'live_activity_token_in_use' } };
-    return {
-      status: 200,
-      body: { registered: true as const, expires_at: new Date(registration.expiresAt).toISOString() },
-    };
-  });
+  bindRoute(
+    app,
+    registerLiveActivity,
+    async ({ request, readBody }) => {
+      const device = await deviceOf(request);
+      limit(`live-activity:${device.installationId}`, LIVE_ACTIVITY_LIMITS.registrationsPerInstallation);
+      const body = readBody();
+      const registration = registry.register(device.installationId, body.push_token, body.session_ids, body.gateway_id);
+      if (registration === 'capacity') return { status: 503, body: { error: 'live_activity_capacity' } };
+      if (registration === 'taken') return { status: 409, body: { error: 'live_activity_token_in_use' } };
+      return {
+        status: 200,
+        body: { registered: true as const, expires_at: new Date(registration.expiresAt).toISOString() },
+      };
+    },
+    { readJson },
+  );
 
   bindRoute(app, removeLiveActivity, async ({ params, request }) => {
     const device = await deviceOf(request);
@@ -45,27 +49,32 @@ export function liveActivityRoutes(app: FastifyInstance, deps: WatchDeps, regist
     return { status: 204, body: undefined };
   });
 
-  bindRoute(app, reportLiveActivityProgress, async ({ request }) => {
-    const gateway = await deps.authenticateGateway(authorizationOf(request.headers));
-    if (!gateway) throw new WireError(401, 'unauthorized');
-    limit(`live-activity-progress:${gateway.gatewayId}`, LIVE_ACTIVITY_LIMITS.reportsPerGateway);
-    const progress = parseBody(request, liveActivityProgress, 'invalid_progress');
-    const watching = registry.watching(gateway.installationId, gateway.gatewayId, progress.session_id);
-    const notification = liveActivityPush(deps.config.apnsTopic, progress, deps.now());
-    const results = await Promise.all(
-      watching.map(async (registration) => {
-        try {
-          const result = await deps.apns.send(registration.pushToken, notification);
-          if (tokenIsGone(result)) registry.forget(registration);
-          return result.ok;
-        } catch {
-          // APNs unreachable: the next report tries again; the phone shows the activity as stale meanwhile.
-          return false;
-        }
-      }),
-    );
-    // The turn is over: its activities get nothing more.
-    if (progress.end === true) for (const registration of watching) registry.forget(registration);
-    return { status: 200, body: { watching: watching.length > 0, sent: results.filter(Boolean).length } };
-  });
+  bindRoute(
+    app,
+    reportLiveActivityProgress,
+    async ({ request, readBody }) => {
+      const gateway = await deps.authenticateGateway(authorizationOf(request.headers));
+      if (!gateway) throw new WireError(401, 'unauthorized');
+      limit(`live-activity-progress:${gateway.gatewayId}`, LIVE_ACTIVITY_LIMITS.reportsPerGateway);
+      const progress = readBody();
+      const watching = registry.watching(gateway.installationId, gateway.gatewayId, progress.session_id);
+      const notification = liveActivityPush(deps.config.apnsTopic, progress, deps.now());
+      const results = await Promise.all(
+        watching.map(async (registration) => {
+          try {
+            const result = await deps.apns.send(registration.pushToken, notification);
+            if (tokenIsGone(result)) registry.forget(registration);
+            return result.ok;
+          } catch {
+            // APNs unreachable: the next report tries again; the phone shows the activity as stale meanwhile.
+            return false;
+          }
+        }),
+      );
+      // The turn is over: its activities get nothing more.
+      if (progress.end === true) for (const registration of watching) registry.forget(registration);
+      return { status: 200, body: { watching: watching.length > 0, sent: results.filter(Boolean).length } };
+    },
+    { readJson },
+  );
 }

@@ -6,13 +6,11 @@ import {
   pollWatchCalls,
   postWatchCall,
   postWatchResult,
-  watchCallRequest,
-  watchGrantRequest,
-  watchResultRequest,
 } from '@conduit/contracts/relay/watch-tools';
+import { readJson } from '../http/read-json.js';
 import type { GatewayIdentity, WatchDeps, WatchSettings } from './deps.js';
 import type { Grant, GrantRegistry } from './grants.js';
-import { authorizationOf, onClientGone, parseBody, watchKeyHash } from './request-input.js';
+import { authorizationOf, onClientGone, watchKeyHash } from './request-input.js';
 
 /** Per-key limits of the Watch tool routes, per 60 s (API.md routes 16–20). */
 export const WATCH_TOOL_LIMITS = {
@@ -46,66 +44,76 @@ export function watchToolRoutes(
     return grant;
   };
 
-  bindRoute(app, createWatchGrant, async ({ request }) => {
-    const gateway = await gatewayOf(request);
-    limit(`watch-grant:${gateway.gatewayId}`, WATCH_TOOL_LIMITS.grantsPerGateway);
-    const body = parseBody(request, watchGrantRequest, 'invalid_grant');
-    const grant = grants.create(gateway, {
-      keyHashHex: body.watch_key_sha256,
-      ttlS: body.ttl_s,
-      maxCalls: body.max_calls,
-      audio: body.audio === true,
-    });
-    if (grant === 'capacity') return { status: 503, body: { error: 'watch_grant_capacity' } };
-    return {
-      status: 201,
-      body: {
-        grant_id: grant.id,
-        expires_at: new Date(grant.expiresAt).toISOString(),
-        call_wait_ms: settings.callWaitMs,
-        audio: grant.audio,
-      },
-    };
-  });
+  bindRoute(
+    app,
+    createWatchGrant,
+    async ({ request, readBody }) => {
+      const gateway = await gatewayOf(request);
+      limit(`watch-grant:${gateway.gatewayId}`, WATCH_TOOL_LIMITS.grantsPerGateway);
+      const body = readBody();
+      const grant = grants.create(gateway, {
+        keyHashHex: body.watch_key_sha256,
+        ttlS: body.ttl_s,
+        maxCalls: body.max_calls,
+        audio: body.audio === true,
+      });
+      if (grant === 'capacity') return { status: 503, body: { error: 'watch_grant_capacity' } };
+      return {
+        status: 201,
+        body: {
+          grant_id: grant.id,
+          expires_at: new Date(grant.expiresAt).toISOString(),
+          call_wait_ms: settings.callWaitMs,
+          audio: grant.audio,
+        },
+      };
+    },
+    { readJson },
+  );
 
-  bindRoute(app, postWatchCall, async ({ params, request, reply }) => {
-    // Per-IP before anything else, so a key-guessing client is throttled before it learns anything.
-    limit(`watch-call-ip:${deps.clientIp(request.raw)}`, WATCH_TOOL_LIMITS.callsPerIp);
-    const keyHash = watchKeyHash(authorizationOf(request.headers));
-    const grant = keyHash ? grants.findByKey(params.gid, keyHash) : undefined;
-    if (!grant) return { status: 401, body: { error: 'unauthorized' } };
-    if (grant.closedReason !== undefined) {
-      return { status: 410, body: { error: 'grant_closed', reason: grant.closedReason } };
-    }
-    limit(`watch-call:${grant.id}`, WATCH_TOOL_LIMITS.callsPerGrant);
-    limit('watch-call-global', settings.watchCallsPerMinute);
-    const call = parseBody(request, watchCallRequest, 'invalid_call');
-    const submitted = grants.submitCall(grant, call);
-    if ('refused' in submitted) {
-      switch (submitted.refused) {
-        case 'duplicate_call':
-          return { status: 409, body: { error: 'duplicate_call' } };
-        case 'grant_exhausted':
-        case 'too_many_calls':
-          return { status: 429, body: { error: submitted.refused } };
-        case 'host_offline':
+  bindRoute(
+    app,
+    postWatchCall,
+    async ({ params, request, reply, readBody }) => {
+      // Per-IP before anything else, so a key-guessing client is throttled before it learns anything.
+      limit(`watch-call-ip:${deps.clientIp(request.raw)}`, WATCH_TOOL_LIMITS.callsPerIp);
+      const keyHash = watchKeyHash(authorizationOf(request.headers));
+      const grant = keyHash ? grants.findByKey(params.gid, keyHash) : undefined;
+      if (!grant) return { status: 401, body: { error: 'unauthorized' } };
+      if (grant.closedReason !== undefined) {
+        return { status: 410, body: { error: 'grant_closed', reason: grant.closedReason } };
+      }
+      limit(`watch-call:${grant.id}`, WATCH_TOOL_LIMITS.callsPerGrant);
+      limit('watch-call-global', settings.watchCallsPerMinute);
+      const call = readBody();
+      const submitted = grants.submitCall(grant, call);
+      if ('refused' in submitted) {
+        switch (submitted.refused) {
+          case 'duplicate_call':
+            return { status: 409, body: { error: 'duplicate_call' } };
+          case 'grant_exhausted':
+          case 'too_many_calls':
+            return { status: 429, body: { error: submitted.refused } };
+          case 'host_offline':
+            return { status: 503, body: { error: 'host_offline' } };
+        }
+      }
+      onClientGone(reply, submitted.drop);
+      const outcome = await submitted.outcome;
+      switch (outcome.kind) {
+        case 'answered':
+          return { status: 200, body: outcome.result };
+        case 'timeout':
+          return { status: 504, body: { error: 'host_timeout' } };
+        case 'closed':
+          return { status: 410, body: { error: 'grant_closed', reason: outcome.reason } };
+        case 'shutdown':
+        case 'dropped':
           return { status: 503, body: { error: 'host_offline' } };
       }
-    }
-    onClientGone(reply, submitted.drop);
-    const outcome = await submitted.outcome;
-    switch (outcome.kind) {
-      case 'answered':
-        return { status: 200, body: outcome.result };
-      case 'timeout':
-        return { status: 504, body: { error: 'host_timeout' } };
-      case 'closed':
-        return { status: 410, body: { error: 'grant_closed', reason: outcome.reason } };
-      case 'shutdown':
-      case 'dropped':
-        return { status: 503, body: { error: 'host_offline' } };
-    }
-  });
+    },
+    { readJson },
+  );
 
   bindRoute(app, pollWatchCalls, async ({ params, query, request, reply }) => {
     const gateway = await gatewayOf(request);
@@ -118,14 +126,19 @@ export function watchToolRoutes(
     return { status: 200, body: { calls: outcome.kind === 'calls' ? outcome.calls : [] } };
   });
 
-  bindRoute(app, postWatchResult, async ({ params, request }) => {
-    const gateway = await gatewayOf(request);
-    const grant = ownedOpenGrant(params.gid, gateway);
-    limit(`watch-result:${grant.id}`, WATCH_TOOL_LIMITS.resultsPerGrant);
-    const result = parseBody(request, watchResultRequest, 'invalid_result');
-    if (!grants.answer(grant, params.rid, result)) return { status: 404, body: { error: 'unknown_call' } };
-    return { status: 200, body: { status: 'delivered' as const } };
-  });
+  bindRoute(
+    app,
+    postWatchResult,
+    async ({ params, request, readBody }) => {
+      const gateway = await gatewayOf(request);
+      const grant = ownedOpenGrant(params.gid, gateway);
+      limit(`watch-result:${grant.id}`, WATCH_TOOL_LIMITS.resultsPerGrant);
+      const result = readBody();
+      if (!grants.answer(grant, params.rid, result)) return { status: 404, body: { error: 'unknown_call' } };
+      return { status: 200, body: { status: 'delivered' as const } };
+    },
+    { readJson },
+  );
 
   bindRoute(app, closeWatchGrant, async ({ params, request }) => {
     // Always 204: the answer must not tell a caller whether the id, key or credential was right.
