@@ -109,20 +109,12 @@ describe('the SSE reader', () => {
   });
 
   it('readSse cancels the body when the reader stops early, releasing the connection', async () => {
-    let cancelled = false;
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(bytes('data: one\n\ndata: two\n\n'));
-      },
-      cancel() {
-        cancelled = true;
-      },
-    });
-    for await (const e of readSse(body)) {
+    const body = openBody('data: one\n\ndata: two\n\n');
+    for await (const e of readSse(body.stream)) {
       expect(e.data).toBe('one');
       break;
     }
-    expect(cancelled).toBe(true);
+    expect(body.cancelled).toBe(true);
   });
 
   it('readSse reads a body fed one character at a time: comments, CRLF, a named event, multi-line data', async () => {
@@ -133,60 +125,36 @@ describe('the SSE reader', () => {
   });
 
   it('readSse stops at an abort without yielding events already received, and cancels the body', async () => {
-    let cancelled = false;
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(bytes('data: 1\n\ndata: 2\n\ndata: 3'));
-      },
-      cancel() {
-        cancelled = true;
-      },
-    });
+    const body = openBody('data: 1\n\ndata: 2\n\ndata: 3');
     const controller = new AbortController();
     const seen: string[] = [];
-    for await (const e of readSse(body, { signal: controller.signal })) {
+    for await (const e of readSse(body.stream, { signal: controller.signal })) {
       seen.push(e.data);
       controller.abort();
     }
     expect(seen).toEqual(['1']);
-    expect(cancelled).toBe(true);
+    expect(body.cancelled).toBe(true);
   });
 
   it('readSse ends when the signal aborts while it waits for bytes', async () => {
-    let cancelled = false;
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(bytes('data: one\n\n'));
-      },
-      cancel() {
-        cancelled = true;
-      },
-    });
+    const body = openBody('data: one\n\n');
     const controller = new AbortController();
     const seen: string[] = [];
-    for await (const e of readSse(body, { signal: controller.signal })) {
+    for await (const e of readSse(body.stream, { signal: controller.signal })) {
       seen.push(e.data);
       // Nothing more arrives: only the abort ends the wait for the next chunk.
       setTimeout(() => controller.abort(), 10);
     }
     expect(seen).toEqual(['one']);
-    expect(cancelled).toBe(true);
+    expect(body.cancelled).toBe(true);
   });
 
   it('readSse with a signal already aborted yields nothing and cancels the body', async () => {
-    let cancelled = false;
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(bytes('data: one\n\n'));
-      },
-      cancel() {
-        cancelled = true;
-      },
-    });
+    const body = openBody('data: one\n\n');
     const seen: SseEvent[] = [];
-    for await (const e of readSse(body, { signal: AbortSignal.abort() })) seen.push(e);
+    for await (const e of readSse(body.stream, { signal: AbortSignal.abort() })) seen.push(e);
     expect(seen).toEqual([]);
-    expect(cancelled).toBe(true);
+    expect(body.cancelled).toBe(true);
   });
 });
 
@@ -197,4 +165,20 @@ function streamOf(chunks: string[]): ReadableStream<Uint8Array> {
       controller.close();
     },
   });
+}
+
+/** A body that has sent `text` and stays open, noting whether its reader cancelled it. */
+function openBody(text: string): { stream: ReadableStream<Uint8Array>; cancelled: boolean } {
+  const body = {
+    cancelled: false,
+    stream: new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes(text));
+      },
+      cancel() {
+        body.cancelled = true;
+      },
+    }),
+  };
+  return body;
 }
