@@ -33,7 +33,9 @@ const LABEL_NAME = '[a-zA-Z_][a-zA-Z0-9_]*';
 /** A label value: any character but `"`, `\` and newline, or one of the three escapes. */
 const LABEL_VALUE = '(?:[^"\\\\\\n]|\\\\[\\\\"n])*';
 const LABEL = `${LABEL_NAME}="${LABEL_VALUE}"`;
-const NUMBER = '(?:[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][+-]?\\d+)?|[+-]?Inf|NaN)';
+/** Go's ParseFloat, which Prometheus reads values with: Inf, Infinity and NaN in any case (prom-client writes `Nan`). */
+const NUMBER =
+  '(?:[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][+-]?\\d+)?|[+-]?[Ii][Nn][Ff](?:[Ii][Nn][Ii][Tt][Yy])?|[Nn][Aa][Nn])';
 const SAMPLE_LINE = new RegExp(`^(${NAME})(?:\\{((?:${LABEL}(?:,${LABEL})*)?,?)\\})? (${NUMBER})(?: -?\\d+)?$`);
 const HELP_LINE = new RegExp(`^# HELP (${NAME}) (.*)$`);
 const TYPE_LINE = new RegExp(`^# TYPE (${NAME}) (counter|gauge|histogram|summary|untyped)$`);
@@ -53,9 +55,10 @@ function unescape(value: string): string {
 }
 
 function parseNumber(text: string): number {
-  if (/^[+]?Inf$/.test(text)) return Infinity;
-  if (text === '-Inf') return -Infinity;
-  if (text === 'NaN') return NaN;
+  const word = text.toLowerCase();
+  if (/^\+?inf(inity)?$/.test(word)) return Infinity;
+  if (/^-inf(inity)?$/.test(word)) return -Infinity;
+  if (word === 'nan') return NaN;
   return Number(text);
 }
 
@@ -91,6 +94,7 @@ export function parsePrometheusText(text: string): PrometheusFamily[] {
       });
       return;
     }
+    if (/^# (HELP|TYPE) /.test(line)) return fail('malformed HELP or TYPE line');
     if (line.startsWith('#')) return;
     const sample = SAMPLE_LINE.exec(line);
     if (!sample) return fail('not a sample line');
