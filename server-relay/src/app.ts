@@ -13,6 +13,7 @@ import { answerClientError, guardConnections, requestTimeoutOptions } from './ht
 import { acceptAnyBodyAsText } from './http/read-json.js';
 import { applyWireConventions, type AccessLog } from './http/wire-conventions.js';
 import { FIXED_LIMITS } from './limits.js';
+import { RelayMetrics } from './metrics.js';
 import { decisionRoutes } from './routes/decisions.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -70,7 +71,8 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
   const accessLog = deps.accessLog ?? jsonLine(process.stdout);
   const database = deps.store ?? (await openPrismaStore(config.databaseUrl));
   const store: RelayStore = new CachedStore(database);
-  const apns = deps.apns ?? createApnsSender(config.apns);
+  const metrics = new RelayMetrics();
+  const apns = metrics.instrumentApns(deps.apns ?? createApnsSender(config.apns));
   const activity = new DeferredActivity(store, FIXED_LIMITS.deferredWriteDelayMs, (error) =>
     log('error', 'deferred gateway write failed', { error: error instanceof Error ? error.message : String(error) }),
   );
@@ -136,7 +138,9 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
   applyWireConventions(app, accessLog, (error) =>
     log('error', 'request failed', { error: error instanceof Error ? error.message : String(error) }),
   );
+  metrics.observeRequests(app);
   healthRoutes(app);
+  metrics.routes(app, config.metricsToken);
   installationRoutes(app, context);
   pairingRoutes(app, context);
   eventRoutes(app, context);

@@ -29,6 +29,8 @@ export interface RelayConfig {
   watch: ReturnType<typeof watchSeamsFromEnv>;
   /** The raw environment, for the APNs sender factory and the Watch features' seams. */
   env: NodeJS.ProcessEnv;
+  /** METRICS_TOKEN: the bearer `GET /metrics` answers (unset: the route does not exist; README, Metrics). */
+  metricsToken?: string;
 }
 
 export class ConfigError extends Error {}
@@ -96,6 +98,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): RelayConfig {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError('PORT must be a port number.');
   const databaseUrl = env.DATABASE_URL?.trim() || path.resolve(sqlitePathFor(dataPath));
   const trustedProxyHops = parseTrustProxy(env.TRUST_PROXY);
+  const metricsToken = env.METRICS_TOKEN?.trim() || undefined;
+  // As long as the relay's own secrets (32 random bytes): the route faces the internet.
+  if (metricsToken !== undefined && metricsToken.length < 32) {
+    throw new ConfigError('METRICS_TOKEN must be at least 32 characters.');
+  }
   return {
     host: env.HOST?.trim() || '127.0.0.1',
     port,
@@ -109,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RelayConfig {
     apns,
     watch,
     env,
+    ...(metricsToken !== undefined ? { metricsToken } : {}),
   };
 }
 
