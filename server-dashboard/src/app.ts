@@ -25,6 +25,7 @@ import { Notifier, type ProfileScope } from './notifier/notifier.js';
 import { PLUGIN_CAPABILITIES } from './notifier/events.js';
 import { MCP_PATH, mcpRoutes } from './mcp/mcp-endpoint.js';
 import { readOrCreateMcpToken } from './mcp/mcp-token.js';
+import { HostMetrics, METRICS_PATH } from './metrics.js';
 import { readSessionTitle } from './notifier/session-titles.js';
 import { createRelayApi } from './pairing/relay-api.js';
 import { registerPairingRoutes } from './pairing/routes.js';
@@ -62,7 +63,8 @@ function isOurs(url: string | undefined): boolean {
     pathname.startsWith(PLUGIN_PREFIX) ||
     pathname === PLUGIN_PREFIX.slice(0, -1) ||
     pathname === HOOK_PATH ||
-    pathname === MCP_PATH
+    pathname === MCP_PATH ||
+    pathname === METRICS_PATH
   );
 }
 
@@ -126,6 +128,8 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     return reply.status(500).send({ error: 'internal_error' });
   });
   app.setNotFoundHandler((_request, reply) => reply.status(404).send({ error: 'not_found' }));
+  const metrics = new HostMetrics();
+  metrics.observeRequests(app);
 
   const deps: HostDeps = {
     prepare: overrides.prepare ?? privacyPrepare(clock),
@@ -149,7 +153,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
   const settings = new ProfileSettings();
   const spool = new Spool(path.join(config.stateDir, 'spool'), log);
   const queue = new DeliveryQueue(
-    relaySender(deps.gateway, deps.prepare),
+    metrics.instrumentSender(relaySender(deps.gateway, deps.prepare)),
     {
       capacity: limits.queueCapacity,
       maxAgeMs: limits.spoolMaxAgeS * 1000,
@@ -160,6 +164,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     log,
     spool,
   );
+  metrics.trackQueue(queue);
   const sessionTitle = async (profile: ProfileScope, sessionId: string) => readSessionTitle(profile.home, sessionId);
   const clarify = new ClarifyLoop({
     clock,
@@ -224,6 +229,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
       identity: { version: config.loadedVersion, capabilities: [...PLUGIN_CAPABILITIES] },
     });
   });
+  await metrics.routes(app, { verifier, metricsToken: config.metricsToken });
   hookRoutes(app, { hermesHome: config.hermesHome, hookToken, bodyLimit: limits.hookBodyBytes, notifier, log });
   mcpRoutes(app, {
     hermesHome: config.hermesHome,

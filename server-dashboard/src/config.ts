@@ -41,6 +41,8 @@ export interface HostConfig {
   log: Logger;
   /** Replaces the network to the relay (tests and benchmarks pass a fetch bound to a local relay). */
   relayFetch?: typeof fetch;
+  /** CONDUIT_METRICS_TOKEN: a bearer for `GET /metrics` alone, for a scraper (README, Metrics). */
+  metricsToken?: string;
 }
 
 export class ConfigError extends Error {}

@@ -68,6 +68,9 @@ export function hostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): HostCon
   const apiKey = env.HERMES_API_KEY?.trim() || env.API_SERVER_KEY?.trim();
   if (apiUrl && !apiKey) throw new ConfigError('HERMES_API_KEY must be set with HERMES_API_URL');
   const loadedVersion = readPackageVersion() ?? '0.0.0';
+  const metricsToken = env.CONDUIT_METRICS_TOKEN?.trim();
+  if (metricsToken && metricsToken.length < 16)
+    throw new ConfigError('CONDUIT_METRICS_TOKEN must be at least 16 characters');
   return {
     host: env.CONDUIT_HOST_BIND?.trim() || '127.0.0.1',
     port,
@@ -84,5 +87,6 @@ export function hostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): HostCon
     limits: readLimits(env),
     clock: systemClock,
     log: jsonLogger(),
+    ...(metricsToken ? { metricsToken } : {}),
   };
 }
