@@ -318,7 +318,7 @@ export interface paths {
         };
         /**
          * Attach the host end of a grant's audio bridge (WebSocket upgrade)
-         * @description WebSocket (RFC 6455 subset): masked, unfragmented binary messages of at most 64 KB, ping/pong/close. The relay copies binary messages between the host and the Watch untouched and reads only the first byte, which must not be 0. Close codes: 1002 protocol error (unmasked, RSV bits, control frame over 125 bytes, message starting with 0 or empty), 1003 text or fragmented message, 1009 message over 64 KB, 4429 over 96 KB/s averaged over 5 s, 4408 idle 60 s (WATCH_AUDIO_IDLE_MS), 4000 replaced by a newer socket, 4010 grant closed, 4503 (Watch) no host attached or the host went away, 1001 relay shutdown. A slow reader pauses the other side (no buffering). Plain requests without `Upgrade: websocket` are not routed (404). Host notices from the relay: binary [0x00, 0x01] Watch connected, [0x00, 0x02] Watch gone. Checks before the 101, in order: the upgrade headers (version 13, key of 22 base64 characters + "=="), the gateway credential, `watch-audio-host:<grant>` 30/min, the grant (owner, open), audio granted, capacity (200 bridges relay-wide, RELAY_MAX_WATCH_AUDIO_BRIDGES; 2 per gateway, RELAY_MAX_WATCH_AUDIO_BRIDGES_PER_GATEWAY).
+         * @description WebSocket (RFC 6455 subset): masked, unfragmented binary messages of at most 64 KB, ping/pong/close. The relay copies binary messages between the host and the Watch untouched and reads only the first byte, which must not be 0. Close codes: 1002 protocol error (unmasked, RSV bits, control frame over 125 bytes, message starting with 0 or empty), 1003 text or fragmented message, 1009 message over 64 KB, 4429 over 96 KB/s averaged over 5 s, 4408 idle 60 s (WATCH_AUDIO_IDLE_MS), 4000 replaced by a newer socket, 4010 grant closed, 4503 (Watch) no host attached or the host went away, 1001 relay shutdown. A slow reader pauses the other side (no buffering). Plain requests without an `Upgrade` header are not routed (404 not_found); one with an `Upgrade` header the server does not switch on is 400 bad_upgrade. An upgrade to a grant id of the wrong shape gets a bare `HTTP/1.1 404 Not Found` and the connection closes. Host notices from the relay: binary [0x00, 0x01] Watch connected, [0x00, 0x02] Watch gone. Checks before the 101, in order: the upgrade headers (version 13, key of 22 base64 characters + "=="), the gateway credential, `watch-audio-host:<grant>` 30/min, the grant (owner, open), audio granted, capacity (200 bridges relay-wide, RELAY_MAX_WATCH_AUDIO_BRIDGES; 2 per gateway, RELAY_MAX_WATCH_AUDIO_BRIDGES_PER_GATEWAY).
          */
         get: operations["watchAudioHost"];
         put?: never;
@@ -338,7 +338,7 @@ export interface paths {
         };
         /**
          * Attach the Watch end of a grant's audio bridge (WebSocket upgrade)
-         * @description WebSocket (RFC 6455 subset): masked, unfragmented binary messages of at most 64 KB, ping/pong/close. The relay copies binary messages between the host and the Watch untouched and reads only the first byte, which must not be 0. Close codes: 1002 protocol error (unmasked, RSV bits, control frame over 125 bytes, message starting with 0 or empty), 1003 text or fragmented message, 1009 message over 64 KB, 4429 over 96 KB/s averaged over 5 s, 4408 idle 60 s (WATCH_AUDIO_IDLE_MS), 4000 replaced by a newer socket, 4010 grant closed, 4503 (Watch) no host attached or the host went away, 1001 relay shutdown. A slow reader pauses the other side (no buffering). Plain requests without `Upgrade: websocket` are not routed (404). Checks before the 101, in order: `watch-audio-ip:<ip>` 60/min (before auth), the upgrade headers, the grant key, `watch-audio-watch:<grant>` 30/min, audio granted. Without an attached host the socket opens and closes with 4503.
+         * @description WebSocket (RFC 6455 subset): masked, unfragmented binary messages of at most 64 KB, ping/pong/close. The relay copies binary messages between the host and the Watch untouched and reads only the first byte, which must not be 0. Close codes: 1002 protocol error (unmasked, RSV bits, control frame over 125 bytes, message starting with 0 or empty), 1003 text or fragmented message, 1009 message over 64 KB, 4429 over 96 KB/s averaged over 5 s, 4408 idle 60 s (WATCH_AUDIO_IDLE_MS), 4000 replaced by a newer socket, 4010 grant closed, 4503 (Watch) no host attached or the host went away, 1001 relay shutdown. A slow reader pauses the other side (no buffering). Plain requests without an `Upgrade` header are not routed (404 not_found); one with an `Upgrade` header the server does not switch on is 400 bad_upgrade. An upgrade to a grant id of the wrong shape gets a bare `HTTP/1.1 404 Not Found` and the connection closes. Checks before the 101, in order: `watch-audio-ip:<ip>` 60/min (before auth), the upgrade headers, the grant key, `watch-audio-watch:<grant>` 30/min, audio granted. Without an attached host the socket opens and closes with 4503.
          */
         get: operations["watchAudioWatch"];
         put?: never;
@@ -466,6 +466,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
+                    };
+                };
+            };
         };
     };
     getMetrics: {
@@ -495,6 +519,30 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -541,6 +589,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description A path id of the wrong shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description A per-key limit or a process-wide budget is spent. */
             429: {
                 headers: {
@@ -550,6 +622,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -614,7 +698,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description No such decision. */
+            /** @description No such decision, or an id of the wrong shape. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -622,7 +706,19 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "unknown_decision";
+                        error: "unknown_decision" | "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
                     };
                 };
             };
@@ -674,6 +770,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
+                    };
+                };
+            };
         };
     };
     releaseDecision: {
@@ -711,7 +819,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description No such decision. */
+            /** @description No such decision, or an id of the wrong shape. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -719,7 +827,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "unknown_decision";
+                        error: "unknown_decision" | "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
+            /** @description A request body over 131,072 bytes (the route reads none); the connection is closed. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
                     };
                 };
             };
@@ -732,6 +864,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -796,7 +940,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description No such decision. */
+            /** @description No such decision, or an id of the wrong shape. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -804,7 +948,19 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "unknown_decision";
+                        error: "unknown_decision" | "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
                     };
                 };
             };
@@ -853,6 +1009,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -966,6 +1134,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description location.request to an installation without a location push token; the event id is not consumed, so the same event succeeds once the phone registers one. */
             409: {
                 headers: {
@@ -999,6 +1179,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "decision_capacity_exceeded" | "call_limit" | "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -1046,6 +1238,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
+            /** @description A request body over 131,072 bytes (the route reads none); the connection is closed. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
             /** @description A per-key limit or a process-wide budget is spent. */
             429: {
                 headers: {
@@ -1055,6 +1271,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -1137,6 +1365,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description The body exceeds 32,768 characters. */
             413: {
                 headers: {
@@ -1158,6 +1398,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited" | "installation_limit_reached";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -1249,6 +1501,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description A path id of the wrong shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description The body exceeds 32,768 characters. */
             413: {
                 headers: {
@@ -1270,6 +1546,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -1305,6 +1593,42 @@ export interface operations {
                     };
                 };
             };
+            /** @description A path id of the wrong shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
+            /** @description A request body over 131,072 bytes (the route reads none); the connection is closed. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
             /** @description A per-key limit or a process-wide budget is spent. */
             429: {
                 headers: {
@@ -1314,6 +1638,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -1373,6 +1709,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description A path id of the wrong shape. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description The body exceeds 32,768 characters. */
             413: {
                 headers: {
@@ -1394,6 +1754,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -1453,6 +1825,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description Another installation registered this push token; it stays with that installation until its registration ends. */
             409: {
                 headers: {
@@ -1486,6 +1870,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -1545,6 +1941,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
+            /** @description A request body over 131,072 bytes (the route reads none); the connection is closed. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
             /** @description Rate limited. */
             429: {
                 headers: {
@@ -1554,6 +1974,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -1618,6 +2050,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description Body over 32,768 characters. */
             413: {
                 headers: {
@@ -1639,6 +2083,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -1690,6 +2146,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
+            /** @description A request body over 131,072 bytes (the route reads none); the connection is closed. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
             /** @description Rate limited (`rate_limited`), or the installation's hosts had their tokens for the day (`maps_token_limit`). */
             429: {
                 headers: {
@@ -1699,6 +2179,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited" | "maps_token_limit";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -1760,6 +2252,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description A per-key limit or a process-wide budget is spent. */
             429: {
                 headers: {
@@ -1769,6 +2273,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -1831,6 +2347,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description The body exceeds 32,768 characters. */
             413: {
                 headers: {
@@ -1855,12 +2383,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
+                    };
+                };
+            };
         };
     };
     fetchRingSession: {
         parameters: {
             query?: {
-                /** @description Seconds to wait, at most 20. */
+                /** @description Seconds to wait, at most 20; anything else: none. */
                 wait?: string;
             };
             header?: never;
@@ -1901,7 +2441,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unknown ring or wrong token. */
+            /** @description Unknown ring or wrong token (indistinguishable), or a ring id of the wrong shape. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1909,7 +2449,19 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "unknown_ring";
+                        error: "unknown_ring" | "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
                     };
                 };
             };
@@ -1922,6 +2474,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "not_answered_on_watch" | "busy";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -1969,7 +2533,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unknown ring or wrong token. */
+            /** @description Unknown ring or wrong token (indistinguishable), or a ring id of the wrong shape. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1977,7 +2541,19 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "unknown_ring";
+                        error: "unknown_ring" | "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
                     };
                 };
             };
@@ -2002,6 +2578,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -2055,7 +2643,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unknown ring or wrong token (indistinguishable). */
+            /** @description Unknown ring or wrong token (indistinguishable), or a ring id of the wrong shape. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2063,7 +2651,19 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "unknown_ring";
+                        error: "unknown_ring" | "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
                     };
                 };
             };
@@ -2106,6 +2706,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -2172,6 +2784,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description A plain request (no Upgrade header), or a grant id of the wrong shape (then no body). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description The grant closed, or is not this gateway’s. */
             410: {
                 headers: {
@@ -2195,6 +2831,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -2273,6 +2921,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description A plain request (no Upgrade header), or a grant id of the wrong shape (then no body). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description The grant closed. */
             410: {
                 headers: {
@@ -2296,6 +2968,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -2357,6 +3041,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description Body over 32,768 characters. */
             413: {
                 headers: {
@@ -2378,6 +3074,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -2423,6 +3131,42 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "not_found";
+                    };
+                };
+            };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
+            /** @description A request body over 131,072 bytes (the route reads none); the connection is closed. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -2482,6 +3226,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description The grant closed, or is not this gateway’s. */
             410: {
                 headers: {
@@ -2505,6 +3261,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -2578,6 +3346,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description This rid was already used on the grant. */
             409: {
                 headers: {
@@ -2625,6 +3405,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "grant_exhausted" | "too_many_calls" | "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };
@@ -2721,6 +3513,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "request_timeout";
+                    };
+                };
+            };
             /** @description The grant closed, or is not this gateway’s. */
             410: {
                 headers: {
@@ -2756,6 +3560,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "rate_limited";
+                    };
+                };
+            };
+            /** @description A header block over 16 KB; the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "headers_too_large";
                     };
                 };
             };

@@ -1,6 +1,16 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
-import { errorOf, hasVisibleText, lenient, rateLimited, tooLarge, unauthorized } from './shared.js';
+import {
+  beforeTheRoute,
+  errorOf,
+  hasVisibleText,
+  lenient,
+  malformedId,
+  rateLimited,
+  tooLarge,
+  unauthorized,
+  unreadBodyTooLarge,
+} from './shared.js';
 
 const decisionParams = z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{4,128}$/) });
 
@@ -23,11 +33,15 @@ const respondResponses = {
     schema: errorOf(['invalid_json', 'invalid_answer', 'ambiguous_decision', 'invalid_question_id']),
   },
   401: unauthorized,
-  404: { description: 'No such decision.', schema: errorOf(['unknown_decision']) },
+  404: {
+    description: 'No such decision, or an id of the wrong shape.',
+    schema: errorOf(['unknown_decision', 'not_found']),
+  },
   409: { description: 'Already answered (first answer wins).', schema: errorOf(['already_answered']) },
   410: { description: 'The host released the decision.', schema: errorOf(['decision_released']) },
   413: tooLarge,
   429: rateLimited,
+  ...beforeTheRoute,
 } as const;
 
 /** Route 11: a device answers a parked clarify decision. */
@@ -81,7 +95,9 @@ export const pollDecision = defineRoute({
       }),
     },
     401: unauthorized,
+    404: malformedId,
     429: rateLimited,
+    ...beforeTheRoute,
   },
 });
 
@@ -100,7 +116,12 @@ export const releaseDecision = defineRoute({
       schema: z.object({ status: z.enum(['cancelled', 'already_completed']) }),
     },
     401: unauthorized,
-    404: { description: 'No such decision.', schema: errorOf(['unknown_decision']) },
+    404: {
+      description: 'No such decision, or an id of the wrong shape.',
+      schema: errorOf(['unknown_decision', 'not_found']),
+    },
+    413: unreadBodyTooLarge,
     429: rateLimited,
+    ...beforeTheRoute,
   },
 });

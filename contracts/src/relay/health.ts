@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
+import { beforeTheRoute } from './shared.js';
 
 /** Route 1: liveness for load balancers and container health checks. */
 export const healthz = defineRoute({
@@ -11,5 +12,6 @@ export const healthz = defineRoute({
   auth: 'none',
   responses: {
     200: { description: 'The relay is serving.', schema: z.object({ ok: z.literal(true) }) },
+    ...beforeTheRoute,
   },
 });

@@ -1,13 +1,16 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
 import {
+  beforeTheRoute,
   errorOf,
   installationIdParam,
   installationSchema,
   lenient,
+  malformedId,
   rateLimited,
   tooLarge,
   unauthorized,
+  unreadBodyTooLarge,
 } from './shared.js';
 
 /** The 400 codes of a body with tokens, in the order they are checked. */
@@ -92,6 +95,7 @@ export const registerInstallation = defineRoute({
       description: 'Per-IP limit, installation capacity, or the registration budget.',
       schema: errorOf(['rate_limited', 'installation_limit_reached']),
     },
+    ...beforeTheRoute,
   },
 });
 
@@ -120,8 +124,10 @@ export const updateInstallation = defineRoute({
       schema: errorOf([...TOKEN_ERRORS]),
     },
     401: unauthorized,
+    404: malformedId,
     413: tooLarge,
     429: rateLimited,
+    ...beforeTheRoute,
   },
 });
 
@@ -137,6 +143,9 @@ export const deleteInstallation = defineRoute({
   responses: {
     204: { description: 'Deactivated.' },
     401: unauthorized,
+    404: malformedId,
+    413: unreadBodyTooLarge,
     429: rateLimited,
+    ...beforeTheRoute,
   },
 });

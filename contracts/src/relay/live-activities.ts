@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
+import { beforeTheRoute, unreadBodyTooLarge } from './shared.js';
 
 /**
  * Lock Screen progress (Live Activities). iOS renders these payloads itself, so they cannot be sealed
@@ -82,6 +83,7 @@ export const registerLiveActivity = defineRoute({
       description: 'The relay holds its maximum of registrations.',
       schema: errorBody(['live_activity_capacity']),
     },
+    ...beforeTheRoute,
   },
 });
 
@@ -100,7 +102,9 @@ export const removeLiveActivity = defineRoute({
     204: { description: 'Forgotten.' },
     401: { description: 'Unknown or inactive installation.', schema: errorBody(['unauthorized']) },
     404: { description: 'Token of the wrong shape.', schema: errorBody(['not_found']) },
+    413: unreadBodyTooLarge,
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
+    ...beforeTheRoute,
   },
 });
 
@@ -146,5 +150,6 @@ export const reportLiveActivityProgress = defineRoute({
     401: { description: 'Unknown or revoked gateway credential.', schema: errorBody(['unauthorized']) },
     413: { description: 'Body over 32,768 characters.', schema: errorBody(['payload_too_large']) },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
+    ...beforeTheRoute,
   },
 });

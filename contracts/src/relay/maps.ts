@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
+import { beforeTheRoute, unreadBodyTooLarge } from './shared.js';
 
 /** Route M-1: a paired host gets the relay's shared, short-lived Apple Maps Server API access token. */
 export const mintMapsToken = defineRoute({
@@ -24,11 +25,13 @@ export const mintMapsToken = defineRoute({
     },
     401: { description: 'Unknown or revoked gateway credential.', schema: errorBody(['unauthorized']) },
     404: { description: 'This relay has no Maps key.', schema: errorBody(['maps_unavailable']) },
+    413: unreadBodyTooLarge,
     429: {
       description:
         "Rate limited (`rate_limited`), or the installation's hosts had their tokens for the day (`maps_token_limit`).",
       schema: errorBody(['rate_limited', 'maps_token_limit']),
     },
     502: { description: "Apple's token endpoint failed or refused the key.", schema: errorBody(['maps_unreachable']) },
+    ...beforeTheRoute,
   },
 });

@@ -1,5 +1,6 @@
 import { defineRoute, errorBody } from '../route.js';
 import { PROMETHEUS_TEXT_CONTENT_TYPE, prometheusText } from '../prometheus.js';
+import { beforeTheRoute } from './shared.js';
 
 /**
  * The relay's Prometheus metrics. The relay faces the internet, so the route exists only for the
@@ -26,5 +27,6 @@ export const getMetrics = defineRoute({
       description: 'METRICS_TOKEN is unset, or the caller did not present it: the answer of an unknown route.',
       schema: errorBody(['not_found']),
     },
+    ...beforeTheRoute,
   },
 });

@@ -1,6 +1,15 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
-import { errorOf, installationIdParam, rateLimited, tooLarge, unauthorized } from './shared.js';
+import {
+  beforeTheRoute,
+  errorOf,
+  installationIdParam,
+  malformedId,
+  rateLimited,
+  tooLarge,
+  unauthorized,
+  unreadBodyTooLarge,
+} from './shared.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
@@ -34,8 +43,10 @@ export const createPairing = defineRoute({
     },
     400: { description: 'Invalid body or dashboard id.', schema: errorOf(['invalid_json', 'invalid_dashboard_id']) },
     401: unauthorized,
+    404: malformedId,
     413: tooLarge,
     429: rateLimited,
+    ...beforeTheRoute,
   },
 });
 
@@ -73,6 +84,7 @@ export const claimPairing = defineRoute({
       description: 'Per-IP limit, the device-change budget, or the installation has 64 gateways.',
       schema: errorOf(['rate_limited', 'gateway_limit_reached']),
     },
+    ...beforeTheRoute,
   },
 });
 
@@ -87,6 +99,8 @@ export const revokeCurrentGateway = defineRoute({
   responses: {
     204: { description: 'Revoked.' },
     401: unauthorized,
+    413: unreadBodyTooLarge,
     429: rateLimited,
+    ...beforeTheRoute,
   },
 });

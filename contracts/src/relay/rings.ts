@@ -1,6 +1,11 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
-import { errorOf, lenient, rateLimited, tooLarge, unauthorized } from './shared.js';
+import { beforeTheRoute, errorOf, firstQueryValue, lenient, rateLimited, tooLarge, unauthorized } from './shared.js';
+
+const unknownRing = {
+  description: 'Unknown ring or wrong token (indistinguishable), or a ring id of the wrong shape.',
+  schema: errorOf(['unknown_ring', 'not_found']),
+};
 
 const ringParams = z.object({ ringId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) });
 const ringToken = z.string().regex(/^[A-Za-z0-9_-]{43}$/);
@@ -30,7 +35,7 @@ export const settleRing = defineRoute({
       schema: z.object({ settled: z.literal(true), notified: z.boolean() }),
     },
     400: { description: 'Invalid body.', schema: errorOf(['invalid_json', 'invalid_settle']) },
-    404: { description: 'Unknown ring or wrong token (indistinguishable).', schema: errorOf(['unknown_ring']) },
+    404: unknownRing,
     409: {
       description: 'Already settled; says how.',
       schema: z.object({
@@ -40,6 +45,7 @@ export const settleRing = defineRoute({
     },
     413: tooLarge,
     429: rateLimited,
+    ...beforeTheRoute,
   },
 });
 
@@ -58,9 +64,10 @@ export const storeRingSession = defineRoute({
   responses: {
     200: { description: 'Stored for 2 minutes.', schema: z.object({ stored: z.literal(true) }) },
     400: { description: 'Invalid body.', schema: errorOf(['invalid_json', 'invalid_session']) },
-    404: { description: 'Unknown ring or wrong token.', schema: errorOf(['unknown_ring']) },
+    404: unknownRing,
     409: { description: 'The ring was not answered on the Watch.', schema: errorOf(['not_answered_on_watch']) },
     413: tooLarge,
+    ...beforeTheRoute,
   },
 });
 
@@ -73,15 +80,18 @@ export const fetchRingSession = defineRoute({
   tags: ['rings'],
   auth: 'ring',
   params: ringParams,
-  query: z.object({ wait: z.string().optional().describe('Seconds to wait, at most 20.') }),
+  query: z.object({
+    wait: firstQueryValue(z.string().optional()).describe('Seconds to wait, at most 20; anything else: none.'),
+  }),
   responses: {
     200: { description: 'The sealed session.', schema: z.object({ sealed: z.string() }) },
     204: { description: 'Nothing stored in time.' },
     401: unauthorized,
-    404: { description: 'Unknown ring or wrong token.', schema: errorOf(['unknown_ring']) },
+    404: unknownRing,
     409: {
       description: 'Not answered on the Watch, or two fetches already wait.',
       schema: errorOf(['not_answered_on_watch', 'busy']),
     },
+    ...beforeTheRoute,
   },
 });

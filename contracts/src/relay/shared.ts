@@ -60,3 +60,33 @@ export const rateLimited = {
   schema: errorOf(['rate_limited']),
 };
 export const tooLarge = { description: 'The body exceeds 32,768 characters.', schema: errorOf(['payload_too_large']) };
+
+/**
+ * Answers the relay's HTTP server gives on every route before the route's own checks, closing the
+ * connection after them: the request's headers or body did not arrive within RELAY_REQUEST_TIMEOUT_MS
+ * (30 s), or its header block is over Node's 16 KB.
+ */
+export const beforeTheRoute = {
+  408: {
+    description: 'Headers or body not in within RELAY_REQUEST_TIMEOUT_MS; the connection is closed.',
+    schema: errorOf(['request_timeout']),
+  },
+  431: { description: 'A header block over 16 KB; the connection is closed.', schema: errorOf(['headers_too_large']) },
+} as const;
+
+/** A path id that does not match its pattern is an unknown route to the reference: 404 not_found. */
+export const malformedId = { description: 'A path id of the wrong shape.', schema: errorOf(['not_found']) };
+
+/** A body on a route that reads none is still bounded, in bytes, before the route runs. */
+export const unreadBodyTooLarge = {
+  description: 'A request body over 131,072 bytes (the route reads none); the connection is closed.',
+  schema: errorOf(['payload_too_large']),
+};
+
+/**
+ * A query parameter as the reference reads it (`searchParams.get`): the first of repeated values, so
+ * `?wait=1&wait=2` is not refused.
+ */
+export function firstQueryValue<S extends z.ZodType>(schema: S) {
+  return z.preprocess((value) => (Array.isArray(value) ? value[0] : value), schema);
+}

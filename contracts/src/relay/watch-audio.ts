@@ -1,4 +1,5 @@
 import { defineRoute, errorBody } from '../route.js';
+import { beforeTheRoute } from './shared.js';
 import { grantClosedBody, grantIdParam } from './watch-tools.js';
 
 const upgradeHeaders = {
@@ -8,7 +9,7 @@ const upgradeHeaders = {
 };
 
 const bridgeDescription =
-  'WebSocket (RFC 6455 subset): masked, unfragmented binary messages of at most 64 KB, ping/pong/close. The relay copies binary messages between the host and the Watch untouched and reads only the first byte, which must not be 0. Close codes: 1002 protocol error (unmasked, RSV bits, control frame over 125 bytes, message starting with 0 or empty), 1003 text or fragmented message, 1009 message over 64 KB, 4429 over 96 KB/s averaged over 5 s, 4408 idle 60 s (WATCH_AUDIO_IDLE_MS), 4000 replaced by a newer socket, 4010 grant closed, 4503 (Watch) no host attached or the host went away, 1001 relay shutdown. A slow reader pauses the other side (no buffering). Plain requests without `Upgrade: websocket` are not routed (404).';
+  'WebSocket (RFC 6455 subset): masked, unfragmented binary messages of at most 64 KB, ping/pong/close. The relay copies binary messages between the host and the Watch untouched and reads only the first byte, which must not be 0. Close codes: 1002 protocol error (unmasked, RSV bits, control frame over 125 bytes, message starting with 0 or empty), 1003 text or fragmented message, 1009 message over 64 KB, 4429 over 96 KB/s averaged over 5 s, 4408 idle 60 s (WATCH_AUDIO_IDLE_MS), 4000 replaced by a newer socket, 4010 grant closed, 4503 (Watch) no host attached or the host went away, 1001 relay shutdown. A slow reader pauses the other side (no buffering). Plain requests without an `Upgrade` header are not routed (404 not_found); one with an `Upgrade` header the server does not switch on is 400 bad_upgrade. An upgrade to a grant id of the wrong shape gets a bare `HTTP/1.1 404 Not Found` and the connection closes.';
 
 /** Route 21: the host attaches to a grant's audio bridge. */
 export const watchAudioHost = defineRoute({
@@ -23,11 +24,16 @@ export const watchAudioHost = defineRoute({
   responses: {
     101: { description: 'Switching protocols.', headers: upgradeHeaders },
     400: { description: 'Not a valid WebSocket upgrade.', schema: errorBody(['bad_upgrade']) },
+    404: {
+      description: 'A plain request (no Upgrade header), or a grant id of the wrong shape (then no body).',
+      schema: errorBody(['not_found']),
+    },
     401: { description: 'Unknown or revoked gateway credential.', schema: errorBody(['unauthorized']) },
     403: { description: 'The grant was opened without audio.', schema: errorBody(['audio_not_granted']) },
     410: { description: 'The grant closed, or is not this gateway’s.', schema: grantClosedBody },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
     503: { description: 'Too many audio bridges.', schema: errorBody(['watch_audio_capacity']) },
+    ...beforeTheRoute,
   },
 });
 
@@ -44,9 +50,14 @@ export const watchAudioWatch = defineRoute({
   responses: {
     101: { description: 'Switching protocols.', headers: upgradeHeaders },
     400: { description: 'Not a valid WebSocket upgrade.', schema: errorBody(['bad_upgrade']) },
+    404: {
+      description: 'A plain request (no Upgrade header), or a grant id of the wrong shape (then no body).',
+      schema: errorBody(['not_found']),
+    },
     401: { description: 'Missing or wrong grant key, or unknown grant.', schema: errorBody(['unauthorized']) },
     403: { description: 'The grant was opened without audio.', schema: errorBody(['audio_not_granted']) },
     410: { description: 'The grant closed.', schema: grantClosedBody },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
+    ...beforeTheRoute,
   },
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
+import { beforeTheRoute, firstQueryValue, unreadBodyTooLarge } from './shared.js';
 
 /** Grant and call ids: 16 random bytes, base64url (22 characters). */
 export const watchIdPattern = /^[A-Za-z0-9_-]{22}$/;
@@ -58,6 +59,7 @@ export const createWatchGrant = defineRoute({
     413: { description: 'Body over 32,768 characters.', schema: errorBody(['payload_too_large']) },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
     503: { description: 'The relay holds its maximum of grants.', schema: errorBody(['watch_grant_capacity']) },
+    ...beforeTheRoute,
   },
 });
 
@@ -98,14 +100,14 @@ export const postWatchCall = defineRoute({
     },
     503: { description: 'The host has not polled for 40 s.', schema: errorBody(['host_offline']) },
     504: { description: 'The host did not answer within 25 s.', schema: errorBody(['host_timeout']) },
+    ...beforeTheRoute,
   },
 });
 
 export const hostPollQuery = z.object({
-  wait_ms: z
-    .string()
-    .optional()
-    .describe('Longest wait in ms, capped at 25,000 (WATCH_HOST_POLL_WAIT_MS); missing or invalid means the cap.'),
+  wait_ms: firstQueryValue(z.string().optional()).describe(
+    'Longest wait in ms, capped at 25,000 (WATCH_HOST_POLL_WAIT_MS); missing or invalid means the cap.',
+  ),
 });
 
 export const hostPollResponse = z.object({
@@ -130,6 +132,7 @@ export const pollWatchCalls = defineRoute({
     404: { description: 'Grant id of the wrong shape.', schema: errorBody(['not_found']) },
     410: { description: 'The grant closed, or is not this gateway’s.', schema: grantClosedBody },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
+    ...beforeTheRoute,
   },
 });
 
@@ -167,6 +170,7 @@ export const postWatchResult = defineRoute({
     410: { description: 'The grant closed, or is not this gateway’s.', schema: grantClosedBody },
     413: { description: 'Body over 32,768 characters.', schema: errorBody(['payload_too_large']) },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
+    ...beforeTheRoute,
   },
 });
 
@@ -184,5 +188,7 @@ export const closeWatchGrant = defineRoute({
   responses: {
     204: { description: 'Closed, or nothing to close.' },
     404: { description: 'Grant id of the wrong shape.', schema: errorBody(['not_found']) },
+    413: unreadBodyTooLarge,
+    ...beforeTheRoute,
   },
 });
