@@ -9,6 +9,7 @@ import { createLogger, type Logger } from './log.js';
 import { MediaSender } from './media/media-sender.js';
 import { SharedFrameClock, type FrameClock } from './media/frame-clock.js';
 import { warmUpWebrtc } from './media/warm-up.js';
+import { VoiceMetrics } from './metrics.js';
 import { providersFromConfig, warmUpConfiguredTurnPath } from './pipeline/providers-from-config.js';
 import type { SpeechToText, TextToSpeech } from './providers/types.js';
 import { callRoutes } from './routes/calls.js';
@@ -43,6 +44,7 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
   const logger = overrides.logger ?? createLogger({ debug: config.debug });
   const providers = await providersFromConfig(config, overrides);
   const registry = new CallRegistry(config.maxCalls);
+  const metrics = new VoiceMetrics(registry);
   const clock = overrides.clock ?? new SharedFrameClock();
   // A test's own clock paces in-process; otherwise the configured sender does.
   const mediaSender =
@@ -57,8 +59,10 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
     clock instanceof SharedFrameClock
       ? setInterval(() => {
           const local = clock.takePacingStats();
+          metrics.recordPacing('inline', local);
           if (local) logger.info('pacing', { sender: 'inline', calls: registry.activeCount, ...local });
           const remote = mediaSender?.takePacing();
+          if (mediaSender) metrics.recordPacing('process', remote?.stats ?? null);
           if (remote) logger.info('pacing', { sender: 'process', calls: remote.calls, ...remote.stats });
         }, PACING_LOG_INTERVAL_MS)
       : null;
@@ -78,6 +82,8 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
   };
   app.decorate('voiceCalls', registry);
   corsOnEveryAnswer(app);
+  metrics.observeRequests(app);
+  metrics.routes(app, config);
   discoveryRoutes(app, config);
   await callRoutes(app, { config, registry, services, nowMs: overrides.nowMs ?? (() => Date.now()) });
   demoRoutes(app);

@@ -54,6 +54,8 @@ export interface VoiceConfig {
    * (src/media/thread-priority.ts `requestRealtimeScheduling`). Default 10.
    */
   senderRealtimePriority: number;
+  /** HERMES_REALTIME_METRICS_TOKEN: a bearer that opens `GET /metrics` and nothing else (README, Metrics). */
+  metricsToken?: string;
 }
 
 export class ConfigError extends Error {}
@@ -250,6 +252,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): VoiceConfig {
   if (!apiKey)
     throw new ConfigError('HERMES_REALTIME_API_KEY must be set: the gateway refuses to start without a client key.');
   const integer = (min: number, max: number) => (n: number) => Number.isInteger(n) && n >= min && n <= max;
+  const metricsToken = s.string('HERMES_REALTIME_METRICS_TOKEN', 'metrics_token');
+  if (metricsToken !== undefined && metricsToken.length < 16)
+    throw new ConfigError('HERMES_REALTIME_METRICS_TOKEN must be at least 16 characters.');
   const port =
     s.number('HERMES_REALTIME_PORT', 'port', integer(0, 65535), 'a port number (0–65535)') ?? CONFIG_DEFAULTS.port;
   const iceRaw = s.raw('HERMES_REALTIME_ICE_SERVERS', 'ice_servers');
@@ -295,5 +300,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): VoiceConfig {
         integer(0, 99),
         'a whole number from 0 to 99',
       ) ?? 10,
+    ...(metricsToken !== undefined ? { metricsToken } : {}),
   };
 }
