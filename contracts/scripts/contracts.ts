@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
+import type { ControlSurface } from '../src/control/procedures.js';
 import type { Surface } from '../src/route.js';
 
 export const MESSENGER_COMMIT = 'b1e534c03fb9d2826ac63ea0d6cc7a0b843276e9';
@@ -77,6 +78,19 @@ export async function generate(repoRoot: string, contractsSrc: string, outRoot: 
     const exportName = clientNames[surface.name];
     if (!exportName) throw new Error(`no client name for surface ${surface.name}`);
     write(`generated/${surface.name}/client.ts`, clientSource(exportName, surface.title));
+  }
+  // The tRPC control surfaces: a locked snapshot each; their clients are typed by the router (@trpc/client).
+  const { controlSurfaces } = (await import(pathToFileURL(path.join(contractsSrc, 'control/surfaces.ts')).href)) as {
+    controlSurfaces: readonly ControlSurface[];
+  };
+  const { buildControlOpenApi } = (await import(
+    pathToFileURL(path.join(contractsSrc, 'control/procedures.ts')).href
+  )) as { buildControlOpenApi: (s: ControlSurface) => Record<string, unknown> };
+  for (const surface of controlSurfaces) {
+    write(
+      `contracts/openapi/${surface.name}.openapi.json`,
+      JSON.stringify(buildControlOpenApi(surface), null, 2) + '\n',
+    );
   }
   const messengerYaml = messengerSnapshotPath(repoRoot);
   verifyMessengerSnapshot(messengerYaml);
