@@ -3,8 +3,8 @@
  * same models (schema.postgres.prisma is derived from schema.prisma), so their model APIs are the same;
  * the store code is written against `Db` and never sees which database is underneath.
  */
+import { createRequire } from 'node:module';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
-import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient as SqliteClient } from './generated/sqlite/client.js';
 import { PrismaClient as PostgresClient } from './generated/postgres/client.js';
 import { providerOf, sqlitePath } from './migrate.js';
@@ -18,6 +18,9 @@ export type { Provider } from './providers.js';
  */
 export function createDb(url: string): Db {
   if (providerOf(url) === 'postgres') {
+    // Required only for a PostgreSQL URL (its CommonJS build, so createDb stays synchronous): `pg`
+    // costs a process on SQLite a fifth of a second of its start.
+    const { PrismaPg } = createRequire(import.meta.url)('@prisma/adapter-pg') as typeof import('@prisma/adapter-pg');
     const client = new PostgresClient({ adapter: new PrismaPg({ connectionString: url }), errorFormat: 'minimal' });
     // Same models, same delegates: the PostgreSQL client is used through the shared type.
     return client as unknown as Db;

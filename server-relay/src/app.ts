@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import { createRequire } from 'node:module';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { createApnsSender } from './apns/index.js';
 import type { ApnsSender } from './apns/types.js';
 import type { RelayConfig } from './config.js';
@@ -61,6 +62,25 @@ function createLock(): <T>(work: () => Promise<T>) => Promise<T> {
   };
 }
 
+type SchemaCompilers = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
+type ValidatorFactory = NonNullable<SchemaCompilers['buildValidator']>;
+type SerializerFactory = NonNullable<SchemaCompilers['buildSerializer']>;
+const fastifyRequire = createRequire(createRequire(import.meta.url).resolve('fastify'));
+
+/**
+ * Fastify's own schema compilers (ajv, fast-json-stringify), loaded by Fastify only if a route ever
+ * has a JSON schema. No relay route has one (bindRoute validates with the contracts' Zod schemas),
+ * and building them when the instance is created was a quarter of the relay's start.
+ */
+const lazySchemaCompilers: SchemaCompilers = {
+  buildValidator: ((...args: Parameters<ValidatorFactory>) =>
+    (fastifyRequire('@fastify/ajv-compiler') as () => ValidatorFactory)()(...args)) as ValidatorFactory,
+  buildSerializer: ((...args: Parameters<SerializerFactory>) =>
+    (fastifyRequire('@fastify/fast-json-stringify-compiler') as () => SerializerFactory)()(
+      ...args,
+    )) as SerializerFactory,
+};
+
 /**
  * Builds a ready relay app from its configuration; nothing global, so tests build many. The store is
  * opened (and migrated) here unless injected; closing the app flushes deferred writes and closes it.
@@ -119,6 +139,7 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
   const { requestTimeoutMs } = config.limits;
   const app = Fastify({
     logger: false,
+    schemaController: { compilersFactory: lazySchemaCompilers },
     bodyLimit: FIXED_LIMITS.maxBodyChars * 4,
     // The reference routes on method and path: HEAD is an unknown route there (404 not_found).
     exposeHeadRoutes: false,
