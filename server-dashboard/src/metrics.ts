@@ -31,7 +31,7 @@ let processMetrics: Registry | null = null;
  * app: they are collected once per process and answered beside each app's own. Collecting them per
  * app would start another GC observer and event-loop monitor for every app a test builds.
  */
-function processRegistry(): Registry {
+export function processRegistry(): Registry {
   if (!processMetrics) {
     processMetrics = new Registry();
     collectDefaultMetrics({ register: processMetrics });

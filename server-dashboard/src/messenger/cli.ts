@@ -11,6 +11,7 @@ import { MessengerConfigError, readMessengerConfig, type MessengerConfig } from 
 import { MessengerConnector } from './connector.js';
 import { MessengerFatalError } from './errors.js';
 import { Inbox } from './inbox.js';
+import { serveMessengerMetrics } from './metrics.js';
 import { loadProfileSettings, profileHome } from './profile-settings.js';
 import { RelayStateBindingError, tokenFingerprint } from './state-binding.js';
 
@@ -42,6 +43,9 @@ async function start(config: MessengerConfig): Promise<number> {
       state_dir: config.stateDir,
       pid: process.pid,
     });
+    const metrics = config.metrics ? await serveMessengerMetrics({ inbox: connector.inbox, ...config.metrics }) : null;
+    if (metrics) log.info('relay messenger metrics listening', { url: metrics.url });
+    void connector.done.finally(() => metrics?.close());
     const shutdown = () => void connector.stop();
     process.once('SIGTERM', shutdown);
     process.once('SIGINT', shutdown);

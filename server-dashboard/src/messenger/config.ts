@@ -30,6 +30,8 @@ export interface MessengerConfig {
   homeChat: string | null;
   homeChatName: string | null;
   hermes: { baseUrl: string; apiKey: string | null; profile: string | null };
+  /** CONDUIT_MESSENGER_METRICS_PORT/_TOKEN: the loopback `/metrics` listener of the inbox (metrics.ts); unset: none. */
+  metrics?: { port: number; token: string };
 }
 
 /** `extra` keys of `gateway.platforms.relayapp` in the profile's config.yaml. */
@@ -104,6 +106,7 @@ export function readMessengerConfig(
   const homeChannel = extra['home_channel'];
   const homeChat = pick(env, {}, ['RELAY_HOME_CHAT'], []) ?? (typeof homeChannel === 'string' ? homeChannel : null);
   const hermesBase = env['HERMES_API_URL'] ?? `http://127.0.0.1:${env['API_SERVER_PORT'] ?? '8642'}`;
+  const metrics = messengerMetricsSetting(env);
   return {
     agentToken,
     relay,
@@ -119,5 +122,23 @@ export function readMessengerConfig(
       apiKey: env['API_SERVER_KEY'] ?? null,
       profile: env['HERMES_PROFILE'] ?? null,
     },
+    ...(metrics ? { metrics } : {}),
   };
+}
+
+/** The metrics listener: a port (0 = any free one) and the token it requires, which must come with it. */
+function messengerMetricsSetting(env: NodeJS.ProcessEnv): { port: number; token: string } | null {
+  const portText = env['CONDUIT_MESSENGER_METRICS_PORT']?.trim();
+  if (!portText) return null;
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port > 65535) {
+    throw new MessengerConfigError('CONDUIT_MESSENGER_METRICS_PORT must be a port number');
+  }
+  const token = env['CONDUIT_MESSENGER_METRICS_TOKEN']?.trim() ?? '';
+  if (token.length < 16) {
+    throw new MessengerConfigError(
+      'CONDUIT_MESSENGER_METRICS_TOKEN (at least 16 characters) must be set with CONDUIT_MESSENGER_METRICS_PORT',
+    );
+  }
+  return { port, token };
 }
