@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { adminRoutes } from './admin/admin-routes.js';
 import { createApnsSender } from './apns/index.js';
 import type { ApnsSender } from './apns/types.js';
 import type { RelayConfig } from './config.js';
@@ -24,7 +25,7 @@ import { pairingRoutes } from './routes/pairings.js';
 import { ringRoutes } from './routes/rings.js';
 import { CachedStore } from './store/cached-store.js';
 import { DeferredActivity } from './store/deferred-activity.js';
-import { openPrismaStore } from './store/prisma-store.js';
+import { openPrismaStore, PrismaStore } from './store/prisma-store.js';
 import type { RelayStore } from './store/relay-store.js';
 import { UnpairedExpiry } from './store/unpaired-expiry.js';
 import { registerWatchFeatures, WATCH_CAPABILITIES } from './watch/index.js';
@@ -90,7 +91,8 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
   const log = deps.log ?? defaultLog();
   const accessLog = deps.accessLog ?? jsonLine(process.stdout);
   const database = deps.store ?? (await openPrismaStore(config.databaseUrl));
-  const store: RelayStore = new CachedStore(database);
+  const cache = new CachedStore(database);
+  const store: RelayStore = cache;
   const metrics = new RelayMetrics();
   const apns = metrics.instrumentApns(deps.apns ?? createApnsSender(config.apns));
   const activity = new DeferredActivity(store, FIXED_LIMITS.deferredWriteDelayMs, (error) =>
@@ -193,6 +195,15 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
     },
     now,
   });
+  if (database instanceof PrismaStore) {
+    await adminRoutes(app, config.adminToken, {
+      config,
+      store,
+      db: database.db,
+      forgetInstallations: () => cache.forgetInstallations(),
+      now,
+    });
+  }
   app.addHook('onClose', async () => {
     await unpaired.stop();
     await activity.flush();

@@ -31,6 +31,8 @@ export interface RelayConfig {
   env: NodeJS.ProcessEnv;
   /** METRICS_TOKEN: the bearer `GET /metrics` answers (unset: the route does not exist; README, Metrics). */
   metricsToken?: string;
+  /** ADMIN_TOKEN: the bearer of the admin API at /admin/trpc (unset: the API does not exist; README, Admin API). */
+  adminToken?: string;
 }
 
 export class ConfigError extends Error {}
@@ -103,6 +105,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): RelayConfig {
   if (metricsToken !== undefined && metricsToken.length < 32) {
     throw new ConfigError('METRICS_TOKEN must be at least 32 characters.');
   }
+  const adminToken = env.ADMIN_TOKEN?.trim() || undefined;
+  // It can revoke any installation and prune the store: as long as the relay's own secrets.
+  if (adminToken !== undefined && adminToken.length < 32) {
+    throw new ConfigError('ADMIN_TOKEN must be at least 32 characters.');
+  }
   return {
     host: env.HOST?.trim() || '127.0.0.1',
     port,
@@ -117,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RelayConfig {
     watch,
     env,
     ...(metricsToken !== undefined ? { metricsToken } : {}),
+    ...(adminToken !== undefined ? { adminToken } : {}),
   };
 }
 

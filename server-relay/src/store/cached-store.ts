@@ -62,6 +62,16 @@ export class CachedStore implements RelayStore {
     return this.installationCountLoad;
   }
 
+  /**
+   * Installations were removed behind this cache (the admin API's prune): forget the cached ones and
+   * read the count again on next use.
+   */
+  forgetInstallations(): void {
+    this.installations.clear();
+    this.installationCountLoaded = false;
+    this.installationCountLoad = undefined;
+  }
+
   async countInstallations(): Promise<number> {
     await this.loadInstallationCount();
     return this.installationCount;
