@@ -29,7 +29,6 @@ export class ImportError extends Error {}
 
 /** The file as the reference would load it: version 1 and an installations object. */
 export interface ReferenceStore {
-  bytes: Buffer;
   data: Record<string, unknown>;
 }
 
@@ -39,9 +38,9 @@ export interface ReferenceStore {
  * object — the cases the reference refuses too.
  */
 export function readReferenceStore(file: string): ReferenceStore {
-  let bytes: Buffer;
+  let text: string;
   try {
-    bytes = readFileSync(file);
+    text = readFileSync(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     throw new ImportError(
@@ -50,7 +49,7 @@ export function readReferenceStore(file: string): ReferenceStore {
   }
   let data: unknown;
   try {
-    data = JSON.parse(bytes.toString('utf8'));
+    data = JSON.parse(text);
   } catch {
     throw new ImportError(`${file} is not a reference relay store: it is not valid JSON.`);
   }
@@ -59,7 +58,7 @@ export function readReferenceStore(file: string): ReferenceStore {
   if (data.installations !== null && !isPlainObject(data.installations)) {
     throw new ImportError('Unsupported relay data format.');
   }
-  return { bytes, data };
+  return { data };
 }
 
 /** Reasons a record is skipped, counted in the summary (`skipped.reasons`). */
