@@ -17,6 +17,9 @@ import { bearerVerifier, dashboardVerifier, type CallerVerifier } from './fronti
 import { guardedServer } from './fronting/listener.js';
 import { proxyHttp, proxyUpgrade } from './fronting/proxy.js';
 import { hostPolicy } from './fronting/request-guard.js';
+import { HOST_CONTROL_PREFIX } from '@conduit/contracts/dashboard/control';
+import { controlRoutes } from './control/control-routes.js';
+import { readOrCreateControlToken } from './control/control-token.js';
 import { authenticatedRoutes } from './fronting/route-auth.js';
 import { AppSubmissions } from './notifier/app-submissions.js';
 import { DesktopSelectionPublisher } from './notifier/desktop-selection.js';
@@ -46,6 +49,8 @@ export interface HostDeps {
   gateway: RelayGateway;
   sleep: (ms: number) => Promise<void>;
   hermes: HermesApi | null;
+  /** Told each control API procedure called (tests prove a CLI went through the service). */
+  onControlCall?: (procedure: string) => void;
 }
 
 export interface Host {
@@ -64,7 +69,8 @@ function isOurs(url: string | undefined): boolean {
     pathname === PLUGIN_PREFIX.slice(0, -1) ||
     pathname === HOOK_PATH ||
     pathname === MCP_PATH ||
-    pathname === METRICS_PATH
+    pathname === METRICS_PATH ||
+    pathname.startsWith(`${HOST_CONTROL_PREFIX}/`)
   );
 }
 
@@ -237,6 +243,25 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     settings,
     version: config.loadedVersion,
     log,
+  });
+
+  await controlRoutes(app, await readOrCreateControlToken(config.stateDir), {
+    hermesHome: config.hermesHome,
+    stateDir: config.stateDir,
+    version: config.loadedVersion,
+    startedAtMs: clock.now(),
+    clock,
+    hostname: () => os.hostname(),
+    randomBytes: (length) => new Uint8Array(randomBytes(length)),
+    settings,
+    queue,
+    relay: createRelayApi({
+      userAgent: `Conduit-Host/${config.loadedVersion}`,
+      timeoutMs: limits.relayTimeoutMs,
+      ...(config.relayFetch ? { fetch: config.relayFetch } : {}),
+    }),
+    identity: { version: config.loadedVersion, capabilities: [...PLUGIN_CAPABILITIES] },
+    ...(overrides.onControlCall ? { onCall: overrides.onControlCall } : {}),
   });
 
   await queue.start();

@@ -84,6 +84,28 @@ export class DeliveryQueue {
     return this.entries.length;
   }
 
+  /** What the control API reports: depth, in flight, waiting for a retry, attempts made, the oldest's age. */
+  stats(): { depth: number; inFlight: number; retrying: number; attempts: number; oldestAgeMs: number | null } {
+    const now = this.clock.now();
+    let oldest: number | null = null;
+    let inFlight = 0;
+    let retrying = 0;
+    let attempts = 0;
+    for (const entry of this.entries) {
+      if (entry.inFlight) inFlight += 1;
+      else if (entry.attempts > 0) retrying += 1;
+      attempts += entry.attempts;
+      oldest = oldest === null ? entry.enqueuedAt : Math.min(oldest, entry.enqueuedAt);
+    }
+    return {
+      depth: this.entries.length,
+      inFlight,
+      retrying,
+      attempts,
+      oldestAgeMs: oldest === null ? null : Math.max(0, now - oldest),
+    };
+  }
+
   /** O(1) apart from the bounded drop; never waits on disk or network. */
   enqueue(profile: ProfileScope, event: NotificationEvent, onSettled?: Listener): boolean {
     if (this.stopped) return false;
