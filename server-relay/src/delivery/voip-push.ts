@@ -24,7 +24,8 @@ const SETTING_FOR: Record<VoipDevice, string> = { phone: 'APNS_TOPIC', watch: 'A
  * The log lines are the reference's, word for word, because operators alert on them: `message`
  * `apns voip send threw` / `apns voip send refused` with `device` (and `status`, `reason`),
  * `apns voip topic refused, check APNS_TOPIC|APNS_WATCH_TOPIC` with `topic`,
- * `apns key not allowed for this topic` with `topic`, and `watch voip sent` with `device: 'watch'`.
+ * `apns key not allowed for this topic` with `topic`, `watch voip sent` with `device: 'watch'`, and
+ * `voip token clear failed` with `device` and `error` when forgetting a refused token fails.
  * The installation id is added to each; nothing is renamed.
  */
 export async function sendVoipPush(
@@ -64,11 +65,20 @@ export async function sendVoipPush(
     context.log('warn', 'apns key not allowed for this topic', { device, topic: push.topic });
   }
   if (tokenRefused(device, result)) {
-    await context.store.clearTokenIfUnchanged(
-      installationId,
-      device === 'watch' ? 'watchVoipToken' : 'voipToken',
-      token,
-    );
+    try {
+      await context.store.clearTokenIfUnchanged(
+        installationId,
+        device === 'watch' ? 'watchVoipToken' : 'voipToken',
+        token,
+      );
+    } catch (error) {
+      // The call still goes (as an alert); the next refused call clears it.
+      context.log('error', 'voip token clear failed', {
+        device,
+        error: error instanceof Error ? error.message : String(error),
+        installation: installationId,
+      });
+    }
   }
   return false;
 }

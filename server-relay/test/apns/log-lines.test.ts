@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb } from '@conduit/prisma';
 import { ApnsSimulator } from '../../src/apns/simulator.js';
 import {
   deviceToken,
@@ -131,6 +132,25 @@ describe('log lines operators alert on', () => {
     expect(
       await waitForLine(relay, (line) => line.message === 'apns voip send refused' && line.device === 'phone', from),
     ).toMatchObject({ level: 'warn', status: 410, reason: 'Unregistered' });
+  });
+
+  it('a refused token the store cannot forget: voip token clear failed, and the call still falls back to the alert', async () => {
+    // A real SQLite refusal: a trigger on the relay's own database aborts clearing a PushKit token.
+    const db = createDb(join(relay.dir, 'relay.sqlite'));
+    await db.$executeRawUnsafe(
+      `CREATE TRIGGER "keep_voip" BEFORE UPDATE OF "voipToken" ON "Installation" ` +
+        `WHEN NEW."voipToken" IS NULL BEGIN SELECT RAISE(ABORT, 'voip token kept'); END`,
+    );
+    try {
+      const { reply, from } = await call({ phone: { status: 410, reason: 'Unregistered' } });
+      expect(reply.json).toEqual({ accepted: true, delivered: true });
+      const failed = await waitForLine(relay, isMessage('voip token clear failed'), from);
+      expect(failed).toMatchObject({ level: 'error', device: 'phone' });
+      expect(typeof failed.error).toBe('string');
+    } finally {
+      await db.$executeRawUnsafe('DROP TRIGGER "keep_voip"');
+      await db.$disconnect();
+    }
   });
 
   it('a phone push APNs never answered: apns voip send threw with device and error', async () => {
