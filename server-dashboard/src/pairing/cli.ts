@@ -5,6 +5,7 @@ import { LockTimeoutError } from '../credentials/file-lock.js';
 import { ProfileError, resolveProfileHome } from '../credentials/hermes-home.js';
 import { applyPrivacy } from '../crypto/privacy.js';
 import { PLUGIN_CAPABILITIES } from '../notifier/events.js';
+import { hermesRootOf, runningServiceControl } from '../control/control-client.js';
 import { readPackageVersion } from '../package-version.js';
 import { cleanGatewayName, pairProfile, PairingInputError, setRedaction, unpairProfile } from './pairing.js';
 import { pluginHelloEvent, type PluginIdentity } from './plugin-hello.js';
@@ -112,7 +113,7 @@ export async function runPush(argv: string[], deps: PushCliDeps): Promise<number
       case 'pair':
         return await pair(rest, args, location(), deps);
       case 'status':
-        return await status(location().home, deps);
+        return await status(location(), deps);
       case 'test':
         return await test(location(), args.options.has('--corrupt'), deps);
       case 'redact':
@@ -175,8 +176,16 @@ async function pair(
   return 0;
 }
 
-async function status(home: string, deps: PushCliDeps): Promise<number> {
-  const lines = await statusLines(home, deps.hostname());
+async function status(location: { home: string; profile: string }, deps: PushCliDeps): Promise<number> {
+  // A running service owns the state files: ask it, so one process reads and writes them.
+  const api = await runningServiceControl(hermesRootOf(location), deps.env);
+  const viaService = api
+    ? await api.pushStatus.query({ profile: location.profile }).then(
+        (answer) => ({ lines: answer.lines }),
+        () => null,
+      )
+    : null;
+  const lines = viaService ? viaService.lines : await statusLines(location.home, deps.hostname());
   if (!lines) {
     deps.out(NOT_PAIRED);
     return 1;

@@ -3,6 +3,7 @@
  * @trpc/client with the token from `<state>/control-token`. Refused without or with a wrong token
  * (never the standalone bearer), and no output carries the credential.
  */
+import { spawn } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createTRPCClient, httpLink, TRPCClientError } from '@trpc/client';
@@ -14,6 +15,25 @@ import { CONTROL_TOKEN_FILE } from '../../src/control/control-token.js';
 import { credentialPath } from '../../src/credentials/credential-store.js';
 import { tempHermesHome, testConfig, TEST_TOKEN } from '../support/config.js';
 import { startHost } from '../support/host.js';
+
+const WORKSPACE = path.resolve(new URL('.', import.meta.url).pathname, '../..');
+
+/** `conduit …` as a user runs it: a real process through the dispatcher. */
+function conduit(env: Record<string, string>, ...argv: string[]) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((done, fail) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(WORKSPACE, 'src/cli/main.ts'), ...argv], {
+      cwd: WORKSPACE,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', fail);
+    child.on('exit', (code) => done({ code, stdout, stderr }));
+  });
+}
 
 const CREDENTIAL = '6f0c5a9e-1b7d.9b2f6c1e-3d4a.TOP-SECRET-credential-value';
 
@@ -148,6 +168,17 @@ describe('host control API', () => {
       outcome: 'e2e-off',
     });
   });
+
+  it('`conduit push status` goes through the control API of the running service', async () => {
+    calls.length = 0;
+    const result = await conduit({ HERMES_HOME: hermes.root }, 'push', 'status', '--profile', 'work');
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Paired: box Hermes\nRelay: https://r.example\nRedact content: off\n');
+    expect(result.stdout).not.toContain('TOP-SECRET');
+    // The service recorded the call: the CLI asked it rather than reading the file itself.
+    expect(calls).toEqual(['pushStatus']);
+  }, 30_000);
 
   it('is outside /api and never answered for an unknown profile with the default one', async () => {
     const api = control(host.url, token);
