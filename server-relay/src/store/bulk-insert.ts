@@ -46,26 +46,30 @@ export function bulkInsertSql(provider: Provider, table: BulkTable): string {
   );
 }
 
+/** How many distinct DateTime conversions an import keeps (cleared when full; a bound on memory). */
+const DATETIME_CACHE_ENTRIES = 4_096;
+
 /**
  * DateTime values as the columns hold them (what Prisma itself writes, see dateTimeParam), replaced in
  * the rows themselves (they are the caller's to give away; a copy per row was a tenth of an import's
  * time in garbage collection). Imported rows share many timestamps (the import's own time, a record's
- * creation as its pairing time), so the last conversion is reused.
+ * creation as its pairing time), so conversions are cached.
  */
 function encodeDateTimes(provider: Provider, kinds: readonly ColumnKind[], rows: BulkRow[]): void {
   const columns = kinds.flatMap((kind, index) => (kind === 'datetime' ? [index] : []));
-  let lastMs: number | undefined;
-  let lastText = '';
+  const cache = new Map<number, string>();
   for (const row of rows) {
     const values = row as (string | number | boolean | null)[];
     for (const index of columns) {
       const value = values[index];
       if (typeof value !== 'number') continue;
-      if (value !== lastMs) {
-        lastMs = value;
-        lastText = dateTimeParam(provider, value);
+      let text = cache.get(value);
+      if (text === undefined) {
+        if (cache.size >= DATETIME_CACHE_ENTRIES) cache.clear();
+        text = dateTimeParam(provider, value);
+        cache.set(value, text);
       }
-      values[index] = lastText;
+      values[index] = text;
     }
   }
 }
