@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../src/route.js';
-import { bindRoute, WireError } from '../src/server/index.js';
+import { bindRoute, replyChecksEnabled, UndeclaredReplyError, WireError } from '../src/server/index.js';
 
 const apps: FastifyInstance[] = [];
 afterEach(async () => {
@@ -15,7 +15,9 @@ function appWith(bind: (app: FastifyInstance) => void): FastifyInstance {
   app.setErrorHandler((error, _request, reply) =>
     error instanceof WireError
       ? reply.status(error.status).send(error.body())
-      : reply.status(500).send({ error: 'internal_error', message: (error as Error).message }),
+      : reply
+          .status(500)
+          .send({ error: 'internal_error', name: (error as Error).name, message: (error as Error).message }),
   );
   bind(app);
   apps.push(app);
@@ -165,5 +167,65 @@ describe('a body the contract refuses is answered with the contract’s code and
       { error: 'invalid_envelope' },
     ]);
     expect(await post({ code: 'c', topic: 'com.example' })).toEqual([200, { topic: 'com.example' }]);
+  });
+});
+
+describe('in test builds every reply is checked against the contract', () => {
+  const route = defineRoute({
+    method: 'GET',
+    path: '/things/{id}',
+    operationId: 'getThing',
+    summary: 'thing',
+    auth: 'none',
+    params: z.object({ id: z.string().regex(/^\d+$/) }),
+    responses: {
+      200: { description: 'ok', schema: z.object({ name: z.string() }) },
+      404: { description: 'none', schema: errorBody(['unknown_thing']) },
+    },
+  });
+  type Answer = ReturnType<Parameters<typeof bindRoute<typeof route>>[2]>;
+  const appAnswering = (answer: () => Answer, checkReplies?: boolean) =>
+    appWith((app) => bindRoute(app, route, answer, checkReplies === undefined ? {} : { checkReplies }));
+  const get = async (app: FastifyInstance, url = '/things/1') => {
+    const answer = await app.inject({ method: 'GET', url });
+    return [answer.statusCode, answer.json()];
+  };
+
+  it('is on under vitest', () => {
+    expect(replyChecksEnabled()).toBe(true);
+    expect(replyChecksEnabled({ CONDUIT_CHECK_REPLIES: '0', VITEST: 'true' })).toBe(false);
+    expect(replyChecksEnabled({})).toBe(false);
+  });
+
+  it('passes declared answers and declared WireErrors through', async () => {
+    expect(await get(appAnswering(() => ({ status: 200, body: { name: 'n' } })))).toEqual([200, { name: 'n' }]);
+    const refusing = appAnswering(() => {
+      throw new WireError(404, 'unknown_thing' as never);
+    });
+    expect(await get(refusing)).toEqual([404, { error: 'unknown_thing' }]);
+  });
+
+  it('an undeclared body, status or thrown WireError fails: 500 undeclared_reply', async () => {
+    const undeclared = { error: 'undeclared_reply' };
+    // Casts stand for what the type checks miss: a body built at run time, a throw deep in a call.
+    const badBody = appAnswering(() => ({ status: 200, body: { name: 5 } }) as unknown as Answer);
+    expect(await get(badBody)).toEqual([500, expect.objectContaining(undeclared)]);
+    const badStatus = appAnswering(() => ({ status: 201, body: { name: 'n' } }) as unknown as Answer);
+    expect(await get(badStatus)).toEqual([500, expect.objectContaining(undeclared)]);
+    const badThrow = appAnswering(() => {
+      throw new WireError(429, 'rate_limited');
+    });
+    const [status, body] = await get(badThrow);
+    expect([status, body]).toEqual([500, expect.objectContaining(undeclared)]);
+    expect((body as { message: string }).message).toBe(
+      new UndeclaredReplyError(route, 429, 'the contract declares no such status').message,
+    );
+    // bindRoute's own answers are checked too: this route declares no 404 not_found for a bad id.
+    expect(await get(badThrow, '/things/x')).toEqual([500, expect.objectContaining(undeclared)]);
+  });
+
+  it('can be turned off (production)', async () => {
+    const badBody = appAnswering(() => ({ status: 200, body: { name: 5 } }) as unknown as Answer, false);
+    expect(await get(badBody)).toEqual([200, { name: 5 }]);
   });
 });

@@ -57,6 +57,8 @@ export interface BindOptions<R extends RouteContract = RouteContract> {
    * runs after the fields.
    */
   narrowBody?: (schema: NonNullable<R['body']>) => z.ZodType<BodyInputOf<R>>;
+  /** Check every reply the route sends against its contract (default: in test builds, replyChecksEnabled). */
+  checkReplies?: boolean;
 }
 
 const WIRE_CODE = /^[a-z][a-z0-9_]*$/;
@@ -70,6 +72,79 @@ export function issueCode(error: z.ZodError): string | undefined {
 /** `/v1/installations/{id}` → `/v1/installations/:id` */
 export function fastifyPath(openApiPath: string): string {
   return openApiPath.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
+}
+
+/**
+ * Test builds check every reply against the contract: vitest sets VITEST (and NODE_ENV=test), and
+ * server processes a test starts inherit it. CONDUIT_CHECK_REPLIES=1 or 0 forces it either way.
+ */
+export function replyChecksEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.CONDUIT_CHECK_REPLIES === '1') return true;
+  if (env.CONDUIT_CHECK_REPLIES === '0') return false;
+  return env.VITEST !== undefined || env.NODE_ENV === 'test';
+}
+
+/** A reply its route's contract does not declare: a bug (answered 500 in test builds, see checkSentReply). */
+export class UndeclaredReplyError extends Error {
+  constructor(
+    readonly route: Pick<RouteContract, 'method' | 'path' | 'operationId'>,
+    readonly status: number,
+    reason: string,
+  ) {
+    // The body is left out: replies carry credentials, and this message reaches logs.
+    super(`${route.method} ${route.path} (${route.operationId}) answered ${status}: ${reason}`);
+    this.name = 'UndeclaredReplyError';
+  }
+}
+
+/** Throws UndeclaredReplyError unless the contract declares this status with a body of this shape. */
+export function checkDeclaredReply(route: RouteContract, status: number, body: unknown): void {
+  const spec = route.responses[status];
+  if (!spec) throw new UndeclaredReplyError(route, status, 'the contract declares no such status');
+  if (!spec.schema) {
+    if (body !== undefined) throw new UndeclaredReplyError(route, status, 'a body where the contract declares none');
+    return;
+  }
+  const parsed = spec.schema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? ` at ${issue.path.join('.')}` : '';
+    throw new UndeclaredReplyError(route, status, `a body its schema refuses${where}: ${issue?.message ?? ''}`);
+  }
+}
+
+/** The body as it goes out: JSON parsed, other text as text, undefined when empty; null for a stream (not checked). */
+function sentBody(reply: FastifyReply, payload: unknown): { body: unknown } | null {
+  if (payload === undefined || payload === null || payload === '') return { body: undefined };
+  const text = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
+  if (text === null) return null;
+  if (!/\bjson\b/.test(String(reply.getHeader('content-type') ?? ''))) return { body: text };
+  try {
+    return { body: JSON.parse(text) as unknown };
+  } catch {
+    return { body: text };
+  }
+}
+
+/**
+ * The test-build check of every reply a route sends: one its contract does not declare is replaced by
+ * `500 {"error":"undeclared_reply","message":…}`, which no test expects. A 500 is left as it is: it is a
+ * failure already, and its own answer says more.
+ */
+function checkSentReply(route: RouteContract) {
+  return async (_request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> => {
+    if (reply.statusCode === 500) return payload;
+    const sent = sentBody(reply, payload);
+    if (!sent) return payload;
+    try {
+      checkDeclaredReply(route, reply.statusCode, sent.body);
+      return payload;
+    } catch (error) {
+      if (!(error instanceof UndeclaredReplyError)) throw error;
+      reply.code(500).type('application/json; charset=utf-8');
+      return JSON.stringify({ error: 'undeclared_reply', message: error.message });
+    }
+  };
 }
 
 /** The `error` codes one declared answer allows (its schema's `error` field: an enum or a literal). */
@@ -101,10 +176,14 @@ export function bodyErrorCode(route: RouteContract, error: z.ZodError): string {
   );
 }
 
-// A code the contract names at run time (an issue's message, bodyErrorCodes) is answered with the status
-// the contract declares for it, so `{pairing_code: 5}` is the claim route's 404, not a 400.
+// A code the contract names at run time (an issue's message, bodyErrorCodes) cannot be checked against
+// the declared pairs by the compiler; test builds check it with every other reply.
+const RuntimeWireError = WireError as unknown as new (status: number, code: string) => WireError;
+
+// Such a code is answered with the status the contract declares it under, so `{pairing_code: 5}` is the
+// claim route's 404, not a 400.
 function contractError(route: RouteContract, code: string): WireError {
-  return new WireError(declaredStatusOf(route, code) ?? 400, code);
+  return new RuntimeWireError(declaredStatusOf(route, code) ?? 400, code);
 }
 
 /** BodyReading at run time: as declared, else `raw` for a route that names a content type, else `bind` (as defineRoute types it). */
@@ -114,7 +193,8 @@ export function bodyReadingOf(route: RouteContract): BodyReading {
 
 /**
  * Binds one contract to a handler on a Fastify app. The contract decides method, path, validation and
- * every status the handler may answer; TypeScript rejects a reply the contract does not declare.
+ * every status the handler may answer: TypeScript rejects a reply the contract does not declare, and in test
+ * builds a reply the route sends with a status or body its contract does not declare becomes a 500.
  * (tRPC cannot express this wire — bare `{"error": code}` bodies, 202/204, extra error fields — so every
  * route goes through this adapter; see contracts/README.md.)
  */
@@ -125,6 +205,7 @@ export function bindRoute<R extends RouteContract>(
   options: NoInfer<BindOptions<R>> = {},
 ): void {
   const reading = bodyReadingOf(route);
+  const checkReplies = options.checkReplies ?? replyChecksEnabled();
   const bodySchema: z.ZodType | undefined =
     route.body && options.narrowBody ? options.narrowBody(route.body as NonNullable<R['body']>) : route.body;
   const validBody = (request: FastifyRequest): unknown => {
@@ -146,7 +227,7 @@ export function bindRoute<R extends RouteContract>(
       const parsed = route.query.safeParse(request.query ?? {});
       if (!parsed.success) {
         const code = issueCode(parsed.error);
-        throw code ? contractError(route, code) : (options.invalidQuery ?? new WireError(400, 'invalid_query'));
+        throw code ? contractError(route, code) : (options.invalidQuery ?? contractError(route, 'invalid_query'));
       }
       query = parsed.data;
     }
@@ -166,6 +247,9 @@ export function bindRoute<R extends RouteContract>(
   app.route({
     method: route.method,
     url: fastifyPath(route.path),
+    // Checked as sent, whoever produced it: the handler, a WireError through the app's error handler
+    // (in whatever shape that app answers), bindRoute's own checks, Fastify's body limit.
+    ...(checkReplies ? { onSend: checkSentReply(route) } : {}),
     handler: async (request, reply) => {
       const result = await answer(request, reply);
       const spec = route.responses[result.status];

@@ -1,12 +1,15 @@
-export { WireError } from './wire-error.js';
+export { WireError, type DeclaredWireError, type WireCode, type WireStatus } from './wire-error.js';
 export {
   bindRoute,
   bodyErrorCode,
   bodyReadingOf,
+  checkDeclaredReply,
   declaredCodes,
   declaredStatusOf,
   fastifyPath,
   issueCode,
+  replyChecksEnabled,
+  UndeclaredReplyError,
   type BindOptions,
   type BodyAccess,
   type BoundRequest,

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { bindRoute, WireError, type BoundRequest } from '@conduit/contracts/server';
 import { pollDecision, releaseDecision, respondDecision, respondDecisionLegacy } from '@conduit/contracts/relay/index';
+import type { ErrorCodeOf } from '@conduit/contracts/route';
 import {
   applyAnswer,
   type AnswerOutcome,
@@ -17,7 +18,9 @@ import { authenticateDevice, authenticateGateway, ipOf, limit, type RelayContext
 import { readJson } from '../http/read-json.js';
 import type { DecisionChange } from '../store/relay-store.js';
 
-type AnswerFailure = { ok: false; status: 400 | 404 | 409 | 410; code: string };
+type FailureStatus = 400 | 404 | 409 | 410;
+/** A refusal of an answer, typed to the codes the route declares with those statuses. */
+type AnswerFailure = { ok: false; status: FailureStatus; code: ErrorCodeOf<typeof respondDecision, FailureStatus> };
 
 export function decisionRoutes(app: FastifyInstance, context: RelayContext): void {
   const { limits } = context.config;
