@@ -1,4 +1,13 @@
 import {
+  e2eClarifyRouting,
+  e2eEnvelope,
+  requestIdPattern,
+  type E2eClarifyRouting,
+  type E2eEnvelope,
+} from '@conduit/contracts/crypto/e2e';
+import {
+  CALL_KINDS as CONTRACT_CALL_KINDS,
+  iatWithinWindow,
   PHONE_CHANGES_MODES,
   RELAY_EVENT_TYPES,
   type PhoneChangesMode,
@@ -23,15 +32,12 @@ export type { PhoneChangesMode };
 export const EVENT_CAPABILITIES = ['phone-changes-v1', 'location-push-v1'] as const;
 
 const EVENT_ID = /^[A-Za-z0-9:_-]{8,128}$/;
-const REQUEST_ID = /^[A-Za-z0-9_-]{4,128}$/;
+const REQUEST_ID = requestIdPattern;
 const QID = /^[A-Za-z0-9_-]+$/;
 const RESERVED_QIDS = new Set(['__proto__', 'constructor', 'prototype']);
 const CALL_ID = /^[A-Za-z0-9_-]{8,64}$/;
 const APPROVAL_CHOICES = new Set(['once', 'session', 'always', 'deny']);
-const CALL_KINDS = new Set(['done', 'failed', 'stopped', 'approval', 'question']);
-const HEX32 = /^[0-9a-f]{32}$/;
-const HEX16 = /^[0-9a-f]{16}$/;
-const B64URL = /^[A-Za-z0-9_-]+$/;
+const CALL_KINDS = new Set<string>(CONTRACT_CALL_KINDS);
 
 export interface BatchQuestion {
   qid: string;
@@ -68,23 +74,9 @@ export interface CallRequest {
   reason?: string;
 }
 
-export interface E2eEnvelope {
-  v: 1;
-  kid: string;
-  msg: string;
-  iat: number;
-  tok: string;
-  z: 0 | 1;
-  req: string;
-  n: string;
-  ct: string;
-}
-
-export interface E2eClarify {
-  request_id: string;
-  qids: string[];
-  card: boolean;
-}
+/** The sealed envelope and its parking descriptor are the contract's (contracts/src/crypto/e2e.ts). */
+export type { E2eEnvelope };
+export type E2eClarify = E2eClarifyRouting;
 
 interface EventBase {
   type: EventType;
@@ -272,39 +264,19 @@ function validateCall(value: unknown): CallRequest | undefined {
   return call;
 }
 
-const HOUR_S = 3600;
-
+/** The contract's envelope (kid, tok, nonce, ciphertext shapes), its `msg` bound to the event id, `iat` in the relay's window. */
 function validateEnvelope(value: unknown, eventId: string, nowMs: number): E2eEnvelope | undefined {
-  if (!isPlainObject(value)) return undefined;
-  const { v, kid, msg, iat, tok, z, req, n, ct } = value;
-  if (v !== 1) return undefined;
-  if (typeof kid !== 'string' || !HEX32.test(kid)) return undefined;
-  if (msg !== eventId) return undefined;
-  const nowS = Math.floor(nowMs / 1000);
-  if (typeof iat !== 'number' || !Number.isSafeInteger(iat) || iat < nowS - 25 * HOUR_S || iat > nowS + 2 * HOUR_S) {
-    return undefined;
-  }
-  if (typeof tok !== 'string' || !HEX16.test(tok)) return undefined;
-  if (z !== 0 && z !== 1) return undefined;
-  if (typeof req !== 'string' || (req !== '' && !REQUEST_ID.test(req))) return undefined;
-  if (typeof n !== 'string' || n.length !== 16 || !B64URL.test(n)) return undefined;
-  if (typeof ct !== 'string' || ct.length < 22 || ct.length > 2600 || !B64URL.test(ct)) return undefined;
-  return { v: 1, kid, msg: eventId, iat, tok, z, req, n, ct };
+  const parsed = e2eEnvelope.safeParse(value);
+  if (!parsed.success || parsed.data.msg !== eventId || !iatWithinWindow(parsed.data.iat, nowMs)) return undefined;
+  return parsed.data;
 }
 
+/** Absent qids read as [] and an absent card as true: hosts older than batch clarify send neither. */
+const parkingDescriptor = e2eClarifyRouting.partial({ qids: true, card: true });
+
 function validateE2eClarify(value: unknown, envelope: E2eEnvelope): E2eClarify | undefined {
-  if (!isPlainObject(value)) return undefined;
-  if (typeof value.request_id !== 'string' || !REQUEST_ID.test(value.request_id)) return undefined;
-  if (value.request_id !== envelope.req) return undefined;
-  const qids: string[] = [];
-  if (value.qids !== undefined) {
-    if (!Array.isArray(value.qids) || value.qids.length > 8) return undefined;
-    for (const candidate of value.qids) {
-      const qid = cleanQid(candidate);
-      if (!qid) return undefined;
-      if (!qids.includes(qid)) qids.push(qid);
-    }
-  }
-  if (value.card !== undefined && typeof value.card !== 'boolean') return undefined;
-  return { request_id: value.request_id, qids, card: value.card !== false };
+  const parsed = parkingDescriptor.safeParse(value);
+  if (!parsed.success || parsed.data.request_id !== envelope.req) return undefined;
+  const qids = [...new Set(parsed.data.qids ?? [])];
+  return { request_id: parsed.data.request_id, qids, card: parsed.data.card !== false };
 }
