@@ -118,7 +118,8 @@ function listGenerated(root: string): string[] {
     const dir = path.join(root, rel);
     if (!existsSync(dir)) return;
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue; // tool caches (.turbo)
+      // Tool caches (.turbo), installs and the compiled build (generated/dist) are not pipeline output.
+      if (entry.name.startsWith('.') || entry.name === 'node_modules' || entry.name === 'dist') continue;
       const child = path.posix.join(rel, entry.name);
       if (entry.isDirectory()) walk(child);
       else if (rel !== 'generated' && entry.name.endsWith('.ts')) out.push(child);

@@ -3,6 +3,7 @@
  * one-command start (start.ts) and by every e2e test, so both run the servers the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,6 +45,30 @@ export function assertPortFree(port: number, server: string): Promise<void> {
   });
 }
 
+/** The Node flag that resolves workspace packages to their TypeScript sources (their `development` export). */
+const SOURCE_CONDITION = '--conditions=development';
+
+/**
+ * How a server's entry runs. Once `npm run build` has compiled it (`server-relay/src/main.ts` →
+ * `server-relay/dist/main.js`), as production runs it: plain `node` on the JavaScript, no loader, no
+ * condition, so its workspace packages resolve to their dist/ too (a `--conditions=development` in
+ * NODE_OPTIONS, which the test runner sets for its own children, is taken out). Before a build, or with
+ * CONDUIT_FROM_SOURCE=1, the TypeScript source through tsx. Either way Node itself runs the server
+ * (not the tsx CLI, which runs a second process), so a SIGTERM reaches its own shutdown code.
+ */
+export function entryCommand(entry: string, env: NodeJS.ProcessEnv): { args: string[]; env: NodeJS.ProcessEnv } {
+  const source = path.join(REPO_ROOT, entry);
+  const compiled = path.join(REPO_ROOT, entry.replace(/(^|\/)src\//, '$1dist/').replace(/\.ts$/, '.js'));
+  if (env.CONDUIT_FROM_SOURCE !== '1' && compiled !== source && existsSync(compiled)) {
+    const nodeOptions = (env.NODE_OPTIONS ?? '')
+      .split(/\s+/)
+      .filter((option) => option && option !== SOURCE_CONDITION)
+      .join(' ');
+    return { args: [compiled], env: { ...env, NODE_OPTIONS: nodeOptions } };
+  }
+  return { args: [SOURCE_CONDITION, '--import', 'tsx', source], env };
+}
+
 export async function launch(options: {
   name: string;
   /** Entry file relative to the repository root. */
@@ -55,11 +80,10 @@ export async function launch(options: {
   timeoutMs?: number;
 }): Promise<Launched> {
   await assertPortFree(options.port, options.name);
-  // Node itself with tsx as a loader (not the tsx CLI, which runs a second process): signals reach the
-  // server directly, so a SIGTERM is handled by its own shutdown code.
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, options.entry)], {
+  const command = entryCommand(options.entry, { ...process.env, ...options.env });
+  const child = spawn(process.execPath, command.args, {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...options.env },
+    env: command.env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

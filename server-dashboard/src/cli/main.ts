@@ -1,4 +1,4 @@
-#!/usr/bin/env -S npx tsx
+#!/usr/bin/env node
 /**
  * The `conduit` command. Each subcommand lives in its own module, loaded only when used so a hook
  * invocation (run by Hermes on every event) starts as little as possible.

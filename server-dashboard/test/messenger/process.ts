@@ -14,7 +14,9 @@ export interface ConnectorProcess {
 }
 
 export function spawnConnector(command: string, env: Record<string, string>): ConnectorProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, command], {
+  // Its environment is only what it is given, so the source condition is a flag: workspace packages
+  // resolve to their sources, as in the test itself.
+  const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', CLI, command], {
     cwd: WORKSPACE,
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

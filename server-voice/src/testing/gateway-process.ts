@@ -5,6 +5,7 @@ import { freePort, startServerProcess } from '@conduit/contracts/testing';
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const REPO_ROOT = path.resolve(PACKAGE_ROOT, '..');
+const SOURCE_CONDITION = '--conditions=development';
 
 export interface GatewayProcess {
   url: string;
@@ -23,10 +24,12 @@ export async function startGatewayProcess(
 ): Promise<GatewayProcess> {
   const port = await freePort();
   const entry = path.join(PACKAGE_ROOT, 'src/main.ts');
+  // The environment below is built from scratch, so the source condition (workspace packages resolve
+  // to their TypeScript sources, not dist/) is a flag.
   const command =
     nodeFlags.length > 0
-      ? [...wrapper, process.execPath, ...nodeFlags, '--import', 'tsx', entry]
-      : [...wrapper, path.join(REPO_ROOT, 'node_modules/.bin/tsx'), entry];
+      ? [...wrapper, process.execPath, ...nodeFlags, SOURCE_CONDITION, '--import', 'tsx', entry]
+      : [...wrapper, path.join(REPO_ROOT, 'node_modules/.bin/tsx'), SOURCE_CONDITION, entry];
   const server = await startServerProcess({
     name: 'gateway',
     command: command[0] as string,
@@ -53,11 +56,15 @@ export function runGatewayExpectingFailure(
   env: Record<string, string>,
 ): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(path.join(REPO_ROOT, 'node_modules/.bin/tsx'), [path.join(PACKAGE_ROOT, 'src/main.ts')], {
-      cwd: PACKAGE_ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HERMES_REALTIME_PORT: '0', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      path.join(REPO_ROOT, 'node_modules/.bin/tsx'),
+      [SOURCE_CONDITION, path.join(PACKAGE_ROOT, 'src/main.ts')],
+      {
+        cwd: PACKAGE_ROOT,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HERMES_REALTIME_PORT: '0', ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
