@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,7 +7,8 @@ import { freePort } from '@conduit/contracts/testing';
 
 /**
  * No Docker engine runs here, so this test follows the Dockerfile step by step in a clean folder:
- * every COPY is performed from the repository, ENV is collected, and the CMD is started with the
+ * every COPY is performed from the repository, the build step (`RUN npm run build -w …`) compiles the copied
+ * sources, ENV is collected, and the CMD (plain node on the compiled entry) is started with the
  * mounted home and must serve. The one substitution, plainly: `RUN npm ci -w @conduit/server-dashboard`
  * is checked for its form and then stood in for by links to the packages CI's own `npm ci` installed
  * from the same lockfile (a real install would download them all again); the workspace packages
@@ -48,7 +49,8 @@ function installStandIn(app: string): void {
     symlinkSync(path.join(REPO, 'node_modules', name), path.join(modules, name));
   }
   mkdirSync(path.join(modules, '.bin'));
-  symlinkSync(path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), path.join(modules, '.bin/tsx'));
+  // The build step's compiler.
+  symlinkSync(path.join(REPO, 'node_modules/typescript/bin/tsc'), path.join(modules, '.bin/tsc'));
   // npm nests a workspace's own versions under <workspace>/node_modules when they differ from the root's.
   for (const workspace of ['contracts', 'generated', 'server-dashboard']) {
     const nested = path.join(REPO, workspace, 'node_modules');
@@ -74,6 +76,7 @@ describe('server-dashboard/Dockerfile', () => {
     const env: Record<string, string> = {};
     let cmd: string[] = [];
     let installed = false;
+    let built = false;
     for (const step of steps(readFileSync(DOCKERFILE, 'utf8'))) {
       const app = path.join(clean, workdir);
       if (step.op === 'FROM') expect(step.args).toMatch(/^node:20\b/);
@@ -87,6 +90,11 @@ describe('server-dashboard/Dockerfile', () => {
           const to = dest.endsWith('/') ? path.join(app, dest, path.basename(source)) : path.join(app, dest);
           cpSync(from, dest === './' ? path.join(app, path.basename(source)) : to, { recursive: true });
         }
+      } else if (step.op === 'RUN' && step.args.startsWith('npm run build ')) {
+        expect(installed).toBe(true);
+        const result = spawnSync('sh', ['-c', step.args], { cwd: app, encoding: 'utf8' });
+        expect(result.status, result.stdout + result.stderr).toBe(0);
+        built = true;
       } else if (step.op === 'RUN') {
         expect(step.args).toMatch(/^npm ci\b.*-w @conduit\/server-dashboard/);
         expect(existsSync(path.join(app, 'package-lock.json'))).toBe(true);
@@ -99,15 +107,19 @@ describe('server-dashboard/Dockerfile', () => {
       else expect(['VOLUME', 'EXPOSE', 'USER']).toContain(step.op);
     }
     expect(installed).toBe(true);
+    expect(built).toBe(true);
+    expect(cmd).toEqual(['node', 'server-dashboard/dist/main.js']);
     expect(env.HERMES_HOME).toBe('/hermes');
     const port = await freePort();
     const app = path.join(clean, workdir);
-    const child = spawn(path.join(app, cmd[0]!), cmd.slice(1), {
+    const child = spawn(process.execPath, cmd.slice(1), {
       cwd: app,
       // The mount point /hermes is this test's temp folder; loopback instead of 0.0.0.0 on a shared machine.
       env: {
         ...process.env,
         ...env,
+        // Plain node, as in the image: no source condition from the test runner's NODE_OPTIONS.
+        NODE_OPTIONS: '',
         // Nothing from the outer environment may move the state off the mount or change the fronting mode.
         CONDUIT_STATE_DIR: '',
         CONDUIT_HOST_TOKEN: '',
@@ -143,5 +155,5 @@ describe('server-dashboard/Dockerfile', () => {
       child.kill('SIGTERM');
       await new Promise((resolve) => child.once('close', resolve));
     }
-  }, 170_000);
+  }, 300_000);
 });

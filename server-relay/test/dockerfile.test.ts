@@ -2,10 +2,11 @@
  * No Docker engine runs here, so this test performs the image's build steps in a clean folder:
  * every COPY of server-relay/Dockerfile is applied to an empty directory, the `npm ci` step is run
  * as `npm ci --dry-run --offline` (the lockfile resolves for exactly those workspaces, from the
- * cache, with no network), and the relay then boots from the copied files alone and answers
- * /healthz. The copied tree reaches packages through links to this checkout's node_modules, which
- * `npm ci` installed from the same lockfile; what is proven is that the image's file set is complete
- * (a missing COPY fails the boot) and that its install step resolves.
+ * cache, with no network), the build step (`npm run build -w …`) compiles the copied sources, and the relay
+ * then boots from that compiled output alone (the image's CMD, plain node) and answers /healthz.
+ * The copied tree reaches packages through links to this checkout's node_modules, which `npm ci`
+ * installed from the same lockfile; what is proven is that the image's file set is complete (a
+ * missing COPY fails the build or the boot) and that its install step resolves.
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
@@ -28,11 +29,28 @@ const instructions = dockerfile
 const image = mkdtempSync(path.join(os.tmpdir(), 'relay-image-'));
 afterAll(() => rmSync(image, { recursive: true, force: true }));
 
+/** node_modules as npm ci lays it out: the root's packages, with our workspaces linked to the copies. */
+function linkInstalledPackages(app: string): void {
+  mkdirSync(path.join(app, 'node_modules', '@conduit'), { recursive: true });
+  for (const entry of readdirSync(path.join(REPO, 'node_modules'))) {
+    if (entry === '@conduit') continue;
+    symlinkSync(path.join(REPO, 'node_modules', entry), path.join(app, 'node_modules', entry));
+  }
+  for (const workspace of ['contracts', 'generated', 'prisma', 'server-relay']) {
+    const name = JSON.parse(readFileSync(path.join(app, workspace, 'package.json'), 'utf8')) as { name: string };
+    symlinkSync(path.join(app, workspace), path.join(app, 'node_modules', name.name));
+    if (existsSync(path.join(REPO, workspace, 'node_modules'))) {
+      symlinkSync(path.join(REPO, workspace, 'node_modules'), path.join(app, workspace, 'node_modules'));
+    }
+  }
+}
+
 describe('server-relay/Dockerfile', () => {
-  it('every COPY source exists and the install step resolves offline from the lockfile', () => {
+  it('every COPY source exists, the install step resolves offline from the lockfile, the build step compiles', () => {
     const app = path.join(image, 'app');
     mkdirSync(app, { recursive: true });
     let ran = false;
+    let built = false;
     for (const { op, args } of instructions) {
       if (op === 'COPY') {
         const sources = args.slice(0, -1);
@@ -52,30 +70,25 @@ describe('server-relay/Dockerfile', () => {
       if (op === 'RUN' && args[0] === 'npm' && args[1] === 'ci') {
         const result = spawnSync('npm', [...args.slice(1), '--dry-run', '--offline'], { cwd: app, encoding: 'utf8' });
         expect(result.status, result.stderr).toBe(0);
+        linkInstalledPackages(app);
         ran = true;
+      }
+      if (op === 'RUN' && args[0] === 'npm' && args[1] === 'run' && args[2] === 'build') {
+        const result = spawnSync('sh', ['-c', args.join(' ')], { cwd: app, encoding: 'utf8' });
+        expect(result.status, result.stdout + result.stderr).toBe(0);
+        built = true;
       }
     }
     expect(ran).toBe(true);
-  });
+    expect(built).toBe(true);
+    expect(existsSync(path.join(app, 'server-relay/dist/main.js'))).toBe(true);
+  }, 300_000);
 
   it('the copied tree boots the relay (CMD, WORKDIR and ENV of the image) and answers /healthz', async () => {
-    const app = path.join(image, 'app');
-    // node_modules as npm ci lays it out: the root's packages, with our workspaces linked to the copies.
-    mkdirSync(path.join(app, 'node_modules', '@conduit'), { recursive: true });
-    for (const entry of readdirSync(path.join(REPO, 'node_modules'))) {
-      if (entry === '@conduit') continue;
-      symlinkSync(path.join(REPO, 'node_modules', entry), path.join(app, 'node_modules', entry));
-    }
-    for (const workspace of ['contracts', 'generated', 'prisma', 'server-relay']) {
-      const name = JSON.parse(readFileSync(path.join(app, workspace, 'package.json'), 'utf8')) as { name: string };
-      symlinkSync(path.join(app, workspace), path.join(app, 'node_modules', name.name));
-      if (existsSync(path.join(REPO, workspace, 'node_modules'))) {
-        symlinkSync(path.join(REPO, workspace, 'node_modules'), path.join(app, workspace, 'node_modules'));
-      }
-    }
     const workdir = instructions.filter((i) => i.op === 'WORKDIR').at(-1)?.args[0] ?? '/app';
     const cmd = JSON.parse(instructions.find((i) => i.op === 'CMD')?.args.join(' ') ?? '[]') as string[];
-    expect(cmd.slice(0, 3)).toEqual(['node', '--import', 'tsx']);
+    // The compiled entry with plain node: no loader, and nothing in the environment adds one.
+    expect(cmd).toEqual(['node', 'dist/main.js']);
     const port = await freePort();
     const { spawn } = await import('node:child_process');
     const child = spawn(process.execPath, cmd.slice(1), {
