@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { adminRoutes } from './admin/admin-routes.js';
 import { createApnsSender } from './apns/index.js';
 import type { ApnsSender } from './apns/types.js';
 import type { RelayConfig } from './config.js';
@@ -195,7 +194,10 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
     },
     now,
   });
-  if (database instanceof PrismaStore) {
+  // The admin API's module (tRPC, the procedures' OpenAPI metadata) loads only when ADMIN_TOKEN turns
+  // the API on: imported at start, it was a third of the relay's boot.
+  if (database instanceof PrismaStore && config.adminToken !== undefined) {
+    const { adminRoutes } = await import('./admin/admin-routes.js');
     await adminRoutes(app, config.adminToken, {
       config,
       store,
