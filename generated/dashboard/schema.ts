@@ -174,7 +174,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed body. */
+            /** @description Malformed body, or a body that is not JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -182,7 +182,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "invalid_request" | "invalid_choice" | "invalid_run_id";
+                        error: "invalid_request" | "invalid_choice" | "invalid_run_id" | "invalid_json";
                     };
                 };
             };
@@ -219,6 +219,31 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "already_answered" | "run_unknown";
+                    };
+                };
+            };
+            /** @description A body over 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
                     };
                 };
             };
@@ -371,7 +396,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed body. */
+            /** @description Malformed body, or a body that is not JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -379,7 +404,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "invalid_request" | "invalid_job_id" | "invalid_notify";
+                        error: "invalid_request" | "invalid_job_id" | "invalid_notify" | "invalid_json";
                     };
                 };
             };
@@ -392,6 +417,31 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "unauthorized";
+                    };
+                };
+            };
+            /** @description A body over 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
                     };
                 };
             };
@@ -462,6 +512,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
             /** @description The profile's conduit-push.json is unreadable. */
             409: {
                 headers: {
@@ -473,7 +535,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The profile cannot be resolved. */
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -481,6 +543,9 @@ export interface operations {
                 content: {
                     "application/json": {
                         detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
                     };
                 };
             };
@@ -534,6 +599,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
             /** @description Not paired, paired without a gateway id, or paired with a different device. */
             409: {
                 headers: {
@@ -556,6 +633,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
             /** @description More than 10 key requests a minute for this profile. */
             429: {
                 headers: {
@@ -567,7 +657,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The profile cannot be resolved. */
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -575,6 +665,9 @@ export interface operations {
                 content: {
                     "application/json": {
                         detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
                     };
                 };
             };
@@ -673,7 +766,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed body. */
+            /** @description Malformed body, or a body that is not JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -681,7 +774,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "invalid_request" | "invalid_source" | "invalid_notify";
+                        error: "invalid_request" | "invalid_source" | "invalid_notify" | "invalid_json";
                     };
                 };
             };
@@ -694,6 +787,31 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "unauthorized";
+                    };
+                };
+            };
+            /** @description A body over 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "payload_too_large";
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
                     };
                 };
             };
@@ -763,6 +881,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
             /** @description The profile's conduit-push.json is unreadable (it is never overwritten). */
             409: {
                 headers: {
@@ -796,6 +926,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
             /** @description More than 10 pairing requests a minute, or the relay refused for capacity. */
             429: {
                 headers: {
@@ -818,7 +961,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The profile cannot be resolved (never falls back to another profile). */
+            /** @description The profile cannot be resolved (never falls back to another profile). Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -826,6 +969,9 @@ export interface operations {
                 content: {
                     "application/json": {
                         detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
                     };
                 };
             };

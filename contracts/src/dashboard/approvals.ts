@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
-import { noStore, serviceUnavailable, unauthorized } from './notification-settings.js';
+import { bodyRefusals, INVALID_JSON, noStore, serviceUnavailable, unauthorized } from './notification-settings.js';
 import { profileQuery } from './profile.js';
 
 export const approvalChoice = z.enum(['once', 'session', 'always', 'deny'], { error: 'invalid_choice' });
@@ -37,7 +37,10 @@ export const respondApproval = defineRoute({
       schema: z.object({ ok: z.literal(true), choice: approvalChoice, run_id: z.string() }),
       headers: noStore,
     },
-    400: { description: 'Malformed body.', schema: errorBody(['invalid_request', 'invalid_choice', 'invalid_run_id']) },
+    400: {
+      description: 'Malformed body, or a body that is not JSON.',
+      schema: errorBody(['invalid_request', 'invalid_choice', 'invalid_run_id', INVALID_JSON]),
+    },
     401: unauthorized,
     404: {
       description: 'No approval of this profile waits under that session key, or Hermes no longer knows the run.',
@@ -55,6 +58,7 @@ export const respondApproval = defineRoute({
       description: 'The Hermes API server could not be reached or refused.',
       schema: errorBody(['hermes_unreachable', 'hermes_refused']),
     },
+    ...bodyRefusals,
     503: serviceUnavailable,
   },
 });

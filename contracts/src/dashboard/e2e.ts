@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
-import { noStore } from './notification-settings.js';
-import { pairingErrorBody } from './pair.js';
+import { bodyRefusals, noStore, unauthorized } from './notification-settings.js';
+import { pairingErrorBody, pairingUnavailable } from './pair.js';
 import { profileQuery } from './profile.js';
 
 export const e2eStatusAnswer = z.union([
@@ -38,8 +38,9 @@ export const getE2e = defineRoute({
   responses: {
     200: { description: 'Pairing and key id.', schema: e2eStatusAnswer, headers: noStore },
     400: { description: 'A malformed profile name.', schema: pairingErrorBody },
+    401: unauthorized,
     409: { description: "The profile's conduit-push.json is unreadable.", schema: pairingErrorBody },
-    503: { description: 'The profile cannot be resolved.', schema: pairingErrorBody },
+    503: pairingUnavailable('The profile cannot be resolved.'),
   },
 });
 
@@ -65,12 +66,14 @@ export const postE2e = defineRoute({
       description: 'Missing ids, a malformed kid or secret, or a body that is not JSON.',
       schema: pairingErrorBody,
     },
+    401: unauthorized,
     409: {
       description: 'Not paired, paired without a gateway id, or paired with a different device.',
       schema: pairingErrorBody,
     },
     413: { description: 'Request body is too large (4 KiB).', schema: pairingErrorBody },
+    415: bodyRefusals[415],
     429: { description: 'More than 10 key requests a minute for this profile.', schema: pairingErrorBody },
-    503: { description: 'The profile cannot be resolved.', schema: pairingErrorBody },
+    503: pairingUnavailable('The profile cannot be resolved.'),
   },
 });

@@ -21,6 +21,22 @@ export const unauthorized = {
   schema: errorBody(['unauthorized']),
 };
 
+/**
+ * What the host answers on a state-changing plugin route before the route runs: a body type a page of
+ * another site can send without a CORS preflight (text/plain, form encodings) is refused, in both error
+ * shapes (the pairing routes' clients read `detail`); a JSON body that does not parse, or is over 1 MiB.
+ */
+export const bodyRefusals = {
+  413: { description: 'A body over 1 MiB.', schema: errorBody(['payload_too_large']) },
+  415: {
+    description: 'A text/plain or form body: never read, whatever the caller sends with it.',
+    schema: z.object({ error: z.literal('unsupported_media_type'), detail: z.string() }),
+  },
+};
+
+/** A body that is not JSON, as the host's error handler answers it. */
+export const INVALID_JSON = 'invalid_json';
+
 export const cronNotificationsResponse = z.object({
   ok: z.literal(true),
   /** Cron job ids whose runs send no reply or failure notification. */
@@ -64,8 +80,12 @@ export const putCronNotifications = defineRoute({
   invalidBodyCode: 'invalid_request',
   responses: {
     200: { description: 'The muted job ids after the change.', schema: cronNotificationsResponse },
-    400: { description: 'Malformed body.', schema: errorBody(['invalid_request', 'invalid_job_id', 'invalid_notify']) },
+    400: {
+      description: 'Malformed body, or a body that is not JSON.',
+      schema: errorBody(['invalid_request', 'invalid_job_id', 'invalid_notify', INVALID_JSON]),
+    },
     401: unauthorized,
+    ...bodyRefusals,
     503: serviceUnavailable,
   },
 });
@@ -110,8 +130,12 @@ export const putReplySources = defineRoute({
   invalidBodyCode: 'invalid_request',
   responses: {
     200: { description: 'The per-source choices after the change.', schema: replySourcesResponse },
-    400: { description: 'Malformed body.', schema: errorBody(['invalid_request', 'invalid_source', 'invalid_notify']) },
+    400: {
+      description: 'Malformed body, or a body that is not JSON.',
+      schema: errorBody(['invalid_request', 'invalid_source', 'invalid_notify', INVALID_JSON]),
+    },
     401: unauthorized,
+    ...bodyRefusals,
     503: serviceUnavailable,
   },
 });

@@ -1,10 +1,21 @@
 import { z } from 'zod';
-import { defineRoute } from '../route.js';
-import { noStore } from './notification-settings.js';
+import { defineRoute, errorBody } from '../route.js';
+import { bodyRefusals, noStore, unauthorized } from './notification-settings.js';
 import { profileQuery } from './profile.js';
 
 /** FastAPI-style error body the Hermes dashboard answers (`HTTPException` → `{"detail": "..."}`). */
 export const pairingErrorBody = z.object({ detail: z.string() });
+
+/**
+ * 503 from the route (`detail`), or from the host's caller check before it, in the host's own shape:
+ * the Hermes dashboard could not confirm the caller.
+ */
+export function pairingUnavailable(description: string) {
+  return {
+    description: `${description} Or the dashboard could not confirm the caller (\`dashboard_unavailable\`).`,
+    schema: z.union([pairingErrorBody, errorBody(['dashboard_unavailable'])]),
+  };
+}
 
 export const pairRequest = z.object({
   /** The code Conduit created (`XXXXX-XXXXX`, 10 characters of `ABCDEFGHJKLMNPQRSTUVWXYZ23456789`). */
@@ -43,20 +54,19 @@ export const postPair = defineRoute({
   responses: {
     200: { description: 'Paired; the credential is stored on the host only.', schema: pairAnswer, headers: noStore },
     400: { description: 'Malformed pairing code or relay URL, or a body that is not JSON.', schema: pairingErrorBody },
+    401: unauthorized,
     409: {
       description: "The profile's conduit-push.json is unreadable (it is never overwritten).",
       schema: pairingErrorBody,
     },
     410: { description: 'The code expired or was already used.', schema: pairingErrorBody },
     413: { description: 'Request body is too large.', schema: pairingErrorBody },
+    415: bodyRefusals[415],
     429: {
       description: 'More than 10 pairing requests a minute, or the relay refused for capacity.',
       schema: pairingErrorBody,
     },
     502: { description: 'The relay could not be reached or answered unusably.', schema: pairingErrorBody },
-    503: {
-      description: 'The profile cannot be resolved (never falls back to another profile).',
-      schema: pairingErrorBody,
-    },
+    503: pairingUnavailable('The profile cannot be resolved (never falls back to another profile).'),
   },
 });
