@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '@conduit/contracts/testing';
+import { acquirePostgres } from '@conduit/prisma/testing/postgres';
 import { REPO_ROOT } from '../suite/launch.js';
 
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'conduit-compiled-'));
@@ -142,6 +143,54 @@ describe('the compiled build with plain node', () => {
     expect(await response.json()).toEqual({ ok: true });
     // Its migrations came from prisma/migrations, found from prisma/dist.
     expect(existsSync(path.join(scratch, 'relay', 'relay.sqlite'))).toBe(true);
+  });
+
+  it('the relay bundle runs on PostgreSQL with its admin API and metrics on, and its storage command runs', async () => {
+    // The relay's dist/main.js is a bundle (server-relay/scripts/bundle.mjs): what it leaves to
+    // node_modules (pg, the PostgreSQL adapter) and what it splits off (the admin API, the storage
+    // commands) must load from it.
+    expect(readFileSync(compiled('server-relay/dist/main.js'), 'utf8')).toMatch(/^\/\/ The relay bundled by/);
+    const database = await acquirePostgres();
+    try {
+      const port = await freePort();
+      const adminToken = 'compiled-admin-token-0123456789abcdef';
+      const metricsToken = 'compiled-metrics-token-0123456789abcdef';
+      const relay = await startCompiled(
+        'server-relay',
+        {
+          HOST: '127.0.0.1',
+          PORT: String(port),
+          DATABASE_URL: database.url,
+          DATA_PATH: path.join(scratch, 'relay-pg', 'unused.sqlite'),
+          PUBLIC_URL: 'https://relay.example.test',
+          APNS_TOPIC: 'dev.conduit.compiled',
+          APNS_MODE: 'accept',
+          ADMIN_TOKEN: adminToken,
+          METRICS_TOKEN: metricsToken,
+        },
+        async (url) => (await fetch(`${url}/healthz`)).status === 200,
+        port,
+      );
+      const status = await fetch(`${relay.url}/admin/trpc/storageStatus`, {
+        headers: { authorization: `Bearer ${adminToken}` },
+      });
+      expect(status.status, relay.output()).toBe(200);
+      expect(await status.json()).toMatchObject({ result: { data: { installations: { total: 0 } } } });
+      const metrics = await fetch(`${relay.url}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } });
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toContain('# TYPE');
+      relay.child.kill('SIGTERM');
+      await new Promise((resolve) => relay.child.once('exit', resolve));
+      const storage = spawnSync(process.execPath, [compiled('server-relay/dist/main.js'), 'storage:status'], {
+        cwd: path.join(REPO_ROOT, 'server-relay'),
+        env: plainEnv({ DATABASE_URL: database.url }),
+        encoding: 'utf8',
+      });
+      expect(storage.status, storage.stderr).toBe(0);
+      expect(JSON.parse(storage.stdout)).toMatchObject({ installations: { total: 0 } });
+    } finally {
+      await database.release();
+    }
   });
 
   it('node server-dashboard/dist/main.js starts and serves its capabilities with the version on disk', async () => {

@@ -1,12 +1,16 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 export type Provider = 'sqlite' | 'postgres';
 export const PROVIDERS: readonly Provider[] = ['sqlite', 'postgres'];
 
-/** The prisma/ folder of this checkout. */
-export const PRISMA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/**
+ * The prisma/ folder of this checkout (its migrations and schemas), found through the package's name
+ * rather than this module's own path: the relay's production entry is a bundle, where this module's
+ * import.meta.url is the bundle's.
+ */
+export const PRISMA_DIR = path.dirname(createRequire(import.meta.url).resolve('@conduit/prisma/package.json'));
 
 export function migrationsDir(provider: Provider, root = PRISMA_DIR): string {
   return path.join(root, 'migrations', provider);
