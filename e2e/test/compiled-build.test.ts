@@ -243,6 +243,17 @@ describe('the compiled build with plain node', () => {
     expect(hook.stderr).toBe('');
   });
 
+  it('the messenger connector (npm run messenger) loads its compiled module graph with plain node', () => {
+    // No RELAY_AGENT_TOKEN: it stops at its configuration check (exit 78), after every module loaded.
+    const result = spawnSync(process.execPath, [compiled('server-dashboard/dist/messenger/cli.js'), 'status'], {
+      cwd: path.join(REPO_ROOT, 'server-dashboard'),
+      env: plainEnv({ HERMES_HOME: path.join(scratch, 'messenger-home') }),
+      encoding: 'utf8',
+    });
+    expect(result.stderr).toContain('RELAY_AGENT_TOKEN is required');
+    expect(result.status).toBe(78);
+  });
+
   it('node server-voice/dist/main.js starts, forks its compiled media sender with plain node, serves the demo page', async () => {
     const port = await freePort();
     const voice = await startCompiled(
