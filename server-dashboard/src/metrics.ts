@@ -1,7 +1,8 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { FastifyInstance } from 'fastify';
+import { Counter, Gauge, Registry } from 'prom-client';
 import { getMetrics } from '@conduit/contracts/dashboard/metrics';
 import { bindRoute } from '@conduit/contracts/server';
+import { metricsExposition, observeHttpRequests } from '@conduit/contracts/server/http-metrics';
 import type { EventSender } from './delivery/delivery-queue.js';
 import type { SendOutcome } from './delivery/outcome.js';
 import { bearerVerifier, type CallerVerifier } from './fronting/caller-verification.js';
@@ -17,50 +18,17 @@ import { authenticatedRoutes } from './fronting/route-auth.js';
 /** The route `/metrics` is served at; ours, so the dashboard proxy never takes it. */
 export const METRICS_PATH = '/metrics';
 
-/** The label of a request no route matched: its path is never a label (it may carry a token). */
-export const UNMATCHED_ROUTE = 'unmatched';
-
 const DELIVERY_OUTCOMES: readonly SendOutcome['kind'][] = ['accepted', 'retry', 'failed', 'unpaired'];
 /** Request latency buckets (seconds): plugin routes answer in milliseconds, held clarify hooks in minutes. */
 const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120, 300];
 
-let processMetrics: Registry | null = null;
-
-/**
- * Node's process figures (CPU, memory, event-loop lag, GC, handles) belong to the process, not to an
- * app: they are collected once per process and answered beside each app's own. Collecting them per
- * app would start another GC observer and event-loop monitor for every app a test builds.
- */
-export function processRegistry(): Registry {
-  if (!processMetrics) {
-    processMetrics = new Registry();
-    collectDefaultMetrics({ register: processMetrics });
-  }
-  return processMetrics;
-}
-
 export class HostMetrics {
   /** This app's registry (never prom-client's global one, so tests build many apps in one process). */
   readonly registry = new Registry();
-  private readonly requests: Counter<'method' | 'route' | 'status'>;
-  private readonly requestSeconds: Histogram<'method' | 'route' | 'status'>;
   private readonly deliveryAttempts: Counter<'outcome'>;
 
   constructor() {
     const registers = [this.registry];
-    this.requests = new Counter({
-      name: 'conduit_host_http_requests_total',
-      help: 'Requests this service answered itself (never the proxied dashboard), by method, matched route pattern and status.',
-      labelNames: ['method', 'route', 'status'],
-      registers,
-    });
-    this.requestSeconds = new Histogram({
-      name: 'conduit_host_http_request_duration_seconds',
-      help: 'Time from the request to its answer, by method, matched route pattern and status.',
-      labelNames: ['method', 'route', 'status'],
-      buckets: REQUEST_BUCKETS,
-      registers,
-    });
     this.deliveryAttempts = new Counter({
       name: 'conduit_host_delivery_attempts_total',
       help: 'Attempts to hand a queued event to the relay, by outcome; outcome="retry" is an attempt the queue retries.',
@@ -103,19 +71,11 @@ export class HostMetrics {
 
   /** Counts every request this app answers under its route pattern, never its path or query. */
   observeRequests(app: FastifyInstance): void {
-    const started = new WeakMap<FastifyRequest, bigint>();
-    app.addHook('onRequest', async (request) => {
-      started.set(request, process.hrtime.bigint());
-    });
-    app.addHook('onResponse', async (request, reply) => {
-      const begin = started.get(request);
-      const labels = {
-        method: request.method,
-        route: request.routeOptions.url ?? UNMATCHED_ROUTE,
-        status: String(reply.statusCode),
-      };
-      this.requests.inc(labels);
-      if (begin !== undefined) this.requestSeconds.observe(labels, Number(process.hrtime.bigint() - begin) / 1e9);
+    observeHttpRequests(app, this.registry, {
+      prefix: 'conduit_host',
+      buckets: REQUEST_BUCKETS,
+      requestsHelp:
+        'Requests this service answered itself (never the proxied dashboard), by method, matched route pattern and status.',
     });
   }
 
@@ -135,7 +95,7 @@ export class HostMetrics {
       });
       bindRoute(scope, getMetrics, async () => ({
         status: 200,
-        body: await Registry.merge([this.registry, processRegistry()]).metrics(),
+        body: await metricsExposition(this.registry),
         headers: { 'cache-control': 'no-store', pragma: 'no-cache' },
       }));
     });

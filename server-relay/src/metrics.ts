@@ -1,7 +1,8 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import type { FastifyInstance } from 'fastify';
+import { Counter, Histogram, Registry } from 'prom-client';
 import { getMetrics } from '@conduit/contracts/relay/metrics';
 import { bindRoute } from '@conduit/contracts/server';
+import { metricsExposition, observeHttpRequests } from '@conduit/contracts/server/http-metrics';
 import type { ApnsNotification, ApnsPushType, ApnsResult, ApnsSender } from './apns/types.js';
 import { secretMatches, sha256Hex } from './domain/credentials.js';
 
@@ -12,9 +13,6 @@ import { secretMatches, sha256Hex } from './domain/credentials.js';
  * made-up reason) can become a label, and the relay's privacy rule (it knows routing data only) holds
  * for what an operator's monitoring stores too.
  */
-
-/** The label of a request no route matched: its path is never a label (it may carry a token). */
-export const UNMATCHED_ROUTE = 'unmatched';
 
 /** Apple's documented `reason` values; any other answer is counted as `other`. */
 export const APNS_REASONS = [
@@ -59,44 +57,14 @@ const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 /** APNs round trips (seconds), up to the sender's 10 s timeout. */
 const APNS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-let processMetrics: Registry | null = null;
-
-/**
- * Node's process figures (CPU, memory, event-loop lag, GC, handles) belong to the process, not to an
- * app: they are collected once per process and answered beside each app's own. Collecting them per
- * app would start another GC observer and event-loop monitor for every app a test builds.
- */
-function processRegistry(): Registry {
-  if (!processMetrics) {
-    processMetrics = new Registry();
-    collectDefaultMetrics({ register: processMetrics });
-  }
-  return processMetrics;
-}
-
 export class RelayMetrics {
   /** This app's registry (never prom-client's global one, so tests build many apps in one process). */
   readonly registry = new Registry();
-  private readonly requests: Counter<'method' | 'route' | 'status'>;
-  private readonly requestSeconds: Histogram<'method' | 'route' | 'status'>;
   private readonly apnsResults: Counter<'push_type' | 'result' | 'reason'>;
   private readonly apnsSeconds: Histogram<'push_type'>;
 
   constructor() {
     const registers = [this.registry];
-    this.requests = new Counter({
-      name: 'conduit_relay_http_requests_total',
-      help: 'Requests answered, by method, matched route pattern and status.',
-      labelNames: ['method', 'route', 'status'],
-      registers,
-    });
-    this.requestSeconds = new Histogram({
-      name: 'conduit_relay_http_request_duration_seconds',
-      help: 'Time from the request to its answer, by method, matched route pattern and status.',
-      labelNames: ['method', 'route', 'status'],
-      buckets: REQUEST_BUCKETS,
-      registers,
-    });
     this.apnsResults = new Counter({
       name: 'conduit_relay_apns_pushes_total',
       help: 'Pushes sent to APNs by push type and result (accepted, refused, unreachable), with APNs reason for refusals.',
@@ -114,25 +82,12 @@ export class RelayMetrics {
 
   /** The exposition: this app's metrics and the process's. */
   async exposition(): Promise<string> {
-    return Registry.merge([this.registry, processRegistry()]).metrics();
+    return metricsExposition(this.registry);
   }
 
   /** Counts every answered request under its route pattern (`/v1/installations/:id`), never its path. */
   observeRequests(app: FastifyInstance): void {
-    const started = new WeakMap<FastifyRequest, bigint>();
-    app.addHook('onRequest', async (request) => {
-      started.set(request, process.hrtime.bigint());
-    });
-    app.addHook('onResponse', async (request, reply) => {
-      const begin = started.get(request);
-      const labels = {
-        method: request.method,
-        route: request.routeOptions.url ?? UNMATCHED_ROUTE,
-        status: String(reply.statusCode),
-      };
-      this.requests.inc(labels);
-      if (begin !== undefined) this.requestSeconds.observe(labels, Number(process.hrtime.bigint() - begin) / 1e9);
-    });
+    observeHttpRequests(app, this.registry, { prefix: 'conduit_relay', buckets: REQUEST_BUCKETS });
   }
 
   /** The APNs sender, counting each result by push type and reason (never the device token). */

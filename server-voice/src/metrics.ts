@@ -1,7 +1,8 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { FastifyInstance } from 'fastify';
+import { Counter, Gauge, Registry } from 'prom-client';
 import { getMetrics } from '@conduit/contracts/voice/metrics';
 import { bindRoute } from '@conduit/contracts/server';
+import { metricsExposition, observeHttpRequests } from '@conduit/contracts/server/http-metrics';
 import { bearerMatches } from './bearer.js';
 import type { CallRegistry } from './calls/call-registry.js';
 import type { PacingStats } from './media/frame-clock.js';
@@ -30,44 +31,14 @@ const PACING_FIGURES: readonly { tick: 'first' | 'last'; quantile: string; of: (
   { tick: 'last', quantile: '1', of: (s) => s.last_jitter_max_ms },
 ];
 
-let processMetrics: Registry | null = null;
-
-/**
- * Node's process figures (CPU, memory, event-loop lag, GC, handles) belong to the process, not to an
- * app: they are collected once per process and answered beside each app's own. Collecting them per
- * app would start another GC observer and event-loop monitor for every app a test builds.
- */
-function processRegistry(): Registry {
-  if (!processMetrics) {
-    processMetrics = new Registry();
-    collectDefaultMetrics({ register: processMetrics });
-  }
-  return processMetrics;
-}
-
 export class VoiceMetrics {
   /** This app's registry (never prom-client's global one, so tests build many apps in one process). */
   readonly registry = new Registry();
-  private readonly requests: Counter<'method' | 'route' | 'status'>;
-  private readonly requestSeconds: Histogram<'method' | 'route' | 'status'>;
   private readonly pacingJitter: Gauge<'sender' | 'tick' | 'quantile'>;
   private readonly pacingIntervals: Counter<'sender'>;
 
   constructor(private readonly calls: CallRegistry) {
     const registers = [this.registry];
-    this.requests = new Counter({
-      name: 'conduit_voice_http_requests_total',
-      help: 'Requests answered, by method, matched route pattern and status.',
-      labelNames: ['method', 'route', 'status'],
-      registers,
-    });
-    this.requestSeconds = new Histogram({
-      name: 'conduit_voice_http_request_duration_seconds',
-      help: 'Time from the request to its answer, by method, matched route pattern and status.',
-      labelNames: ['method', 'route', 'status'],
-      buckets: REQUEST_BUCKETS,
-      registers,
-    });
     new Gauge({
       name: 'conduit_voice_active_calls',
       help: 'Live calls (connected and not yet closed).',
@@ -122,20 +93,7 @@ export class VoiceMetrics {
 
   /** Counts every answered request under its route pattern, never its path. */
   observeRequests(app: FastifyInstance): void {
-    const started = new WeakMap<FastifyRequest, bigint>();
-    app.addHook('onRequest', async (request) => {
-      started.set(request, process.hrtime.bigint());
-    });
-    app.addHook('onResponse', async (request, reply) => {
-      const begin = started.get(request);
-      const labels = {
-        method: request.method,
-        route: request.routeOptions.url ?? UNMATCHED_ROUTE,
-        status: String(reply.statusCode),
-      };
-      this.requests.inc(labels);
-      if (begin !== undefined) this.requestSeconds.observe(labels, Number(process.hrtime.bigint() - begin) / 1e9);
-    });
+    observeHttpRequests(app, this.registry, { prefix: 'conduit_voice', buckets: REQUEST_BUCKETS });
   }
 
   /**
@@ -151,7 +109,7 @@ export class VoiceMetrics {
       if (!admitted) return { status: 401, body: 'unauthorized' };
       return {
         status: 200,
-        body: await Registry.merge([this.registry, processRegistry()]).metrics(),
+        body: await metricsExposition(this.registry),
         headers: { 'cache-control': 'no-store' },
       };
     });

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Gauge, Registry } from 'prom-client';
 import { PROMETHEUS_TEXT_CONTENT_TYPE } from '@conduit/contracts/prometheus';
-import { processRegistry } from '../metrics.js';
+import { metricsExposition } from '@conduit/contracts/server/http-metrics';
 import type { EventStatus, Inbox } from './inbox.js';
 
 /**
@@ -73,12 +73,10 @@ export async function serveMessengerMetrics(options: {
     if (!bearerMatches(request.headers.authorization, options.token)) {
       return answer(401, 'application/json', '{"error":"unauthorized"}');
     }
-    Registry.merge([registry, processRegistry()])
-      .metrics()
-      .then(
-        (text) => answer(200, PROMETHEUS_TEXT_CONTENT_TYPE, text),
-        () => answer(500, 'application/json', '{"error":"internal_error"}'),
-      );
+    metricsExposition(registry).then(
+      (text) => answer(200, PROMETHEUS_TEXT_CONTENT_TYPE, text),
+      () => answer(500, 'application/json', '{"error":"internal_error"}'),
+    );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
