@@ -9,12 +9,12 @@
  * `npm run build` makes dist/ (`npm run check` builds before it tests, and turbo's test task depends
  * on the builds); without it this test fails and says so, it never skips.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '@conduit/contracts/testing';
+import { freePort, startServerProcess, type ServerProcess } from '@conduit/contracts/testing';
 import { acquirePostgres } from '@conduit/prisma/testing/postgres';
 import { REPO_ROOT } from '../suite/launch.js';
 
@@ -56,27 +56,19 @@ async function startCompiled(
   env: Record<string, string>,
   ready: (url: string) => Promise<boolean>,
   port: number,
-): Promise<{ url: string; child: ChildProcess; output: () => string }> {
-  const entry = compiled(`${workspace}/dist/main.js`);
-  const child = spawn(process.execPath, [entry], {
+): Promise<ServerProcess> {
+  const server = await startServerProcess({
+    name: `node ${workspace}/dist/main.js`,
+    command: process.execPath,
+    args: [compiled(`${workspace}/dist/main.js`)],
     cwd: path.join(REPO_ROOT, workspace),
     env: plainEnv(env),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    port,
+    ready,
+    timeoutMs: 60_000,
   });
-  running.push(child);
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null)
-      throw new Error(`node ${workspace}/dist/main.js exited with ${child.exitCode}:\n${output}`);
-    if (await ready(url).catch(() => false)) break;
-    if (Date.now() > deadline) throw new Error(`node ${workspace}/dist/main.js did not answer within 60 s:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return { url, child, output: () => output };
+  running.push(server.child);
+  return server;
 }
 
 /** The command line of a running process, as the kernel reports it. */
