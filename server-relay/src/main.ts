@@ -12,7 +12,8 @@ const failures: (new (...args: never[]) => Error)[] = [ConfigError, LimitError];
  * `npm run relay` — serve, configured only by the environment (README).
  * `npm run relay -- import-json FILE` — import a reference relay's JSON store once.
  * `npm run storage:status [-- PATH]` / `npm run storage:prune-inactive [-- PATH] [--apply --relay-stopped]` —
- * maintenance; PATH defaults to DATA_PATH, as the reference's tools take it.
+ * maintenance; PATH defaults to DATA_PATH, as the reference's tools take it. With RELAY_ADMIN_URL and
+ * ADMIN_TOKEN they ask that running relay's admin API instead (no PATH; `--apply` needs no `--relay-stopped`).
  */
 
 function databaseUrlFromEnv(): string {
@@ -95,6 +96,23 @@ async function loadStorageTarget() {
   return module;
 }
 
+/**
+ * With RELAY_ADMIN_URL the storage commands ask that running relay's admin API (README, Operator CLIs)
+ * and never open a database; without it, null: they work on the database directly, as before.
+ */
+async function runningRelayAdmin(command: string, pathArgument: string | undefined) {
+  const env = process.env;
+  if (!env.RELAY_ADMIN_URL?.trim()) return null;
+  const module = await import('./cli/storage-admin.js');
+  failures.push(module.AdminApiError);
+  if (pathArgument !== undefined) {
+    throw new module.AdminApiError(
+      `${command}: RELAY_ADMIN_URL asks the running relay, which knows its own store; give no PATH, or unset RELAY_ADMIN_URL.`,
+    );
+  }
+  return module.storageAdmin(env);
+}
+
 async function serve(): Promise<void> {
   const config = loadConfig(process.env);
   // Registers ForeignDatabaseError: the store refuses another application's SQLite file at open.
@@ -161,6 +179,11 @@ async function main(): Promise<void> {
   }
   if (command === 'storage:status') {
     const args = storageArguments(command, rest, []);
+    const admin = await runningRelayAdmin(command, args.path);
+    if (admin) {
+      console.log(JSON.stringify(await admin.status()));
+      return;
+    }
     const capacity = readLimits(process.env).maxInstallations;
     const { resolveStorageTarget } = await loadStorageTarget();
     const target = await resolveStorageTarget(command, args.path, process.env);
@@ -178,6 +201,13 @@ async function main(): Promise<void> {
     const args = storageArguments(command, rest, ['--apply', '--relay-stopped']);
     const apply = args.flags.has('--apply');
     const relayStopped = args.flags.has('--relay-stopped');
+    const admin = await runningRelayAdmin(command, args.path);
+    if (admin) {
+      // The relay is the one writer of its database: it prunes without being stopped.
+      const result = await admin.prune(apply);
+      console.log(JSON.stringify(apply ? result : { ...result, preview: true }));
+      return;
+    }
     const { resolveStorageTarget, StorageTargetError } = await loadStorageTarget();
     const target = await resolveStorageTarget(command, args.path, process.env);
     if (target.kind === 'reference-json') {

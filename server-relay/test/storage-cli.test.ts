@@ -6,15 +6,16 @@
  * Real processes on real SQLite files and a real PostgreSQL database.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '@conduit/contracts/testing';
 import { createDb } from '@conduit/prisma';
 import { acquirePostgres } from '@conduit/prisma/testing/postgres';
 import { normalizePreferences } from '../src/domain/preferences.js';
 import { openPrismaStore } from '../src/store/prisma-store.js';
-import { TOPIC } from './support/harness.js';
+import { startRelay, testDatabase, TOPIC, type Relay } from './support/harness.js';
 import { runRelayAsync } from './support/relay-process.js';
 
 const sha = (value: string) => createHash('sha256').update(value).digest('hex');
@@ -40,11 +41,15 @@ function folder(name: string): string {
   return made;
 }
 
-/** A relay database with `active` active and `inactive` inactive installations (none eligible for pruning). */
-async function relayDatabase(url: string, active: number, inactive: number): Promise<void> {
+/**
+ * A relay database with `active` active and `inactive` inactive installations, all last changed
+ * `ageMs` ago (none eligible for pruning unless that is 30 days or more). Aged rows were paired then, so
+ * a relay serving the database keeps them (it removes only never-paired installations on its own).
+ */
+async function relayDatabase(url: string, active: number, inactive: number, ageMs = 0): Promise<void> {
   const store = await openPrismaStore(url);
   try {
-    const now = Date.now();
+    const now = Date.now() - ageMs;
     for (let i = 0; i < active + inactive; i += 1) {
       await store.insertInstallation({
         id: `inst-${i}`,
@@ -59,7 +64,7 @@ async function relayDatabase(url: string, active: number, inactive: number): Pro
         preferences: normalizePreferences({}),
         createdAt: now,
         updatedAt: now,
-        pairedAt: null,
+        pairedAt: ageMs > 0 ? now : null,
         lastSeenAt: null,
       });
     }
@@ -225,5 +230,99 @@ describe('storage:prune-inactive', () => {
     await expectRefused(['storage:prune-inactive', sqlite, '--apply'], {}, /--relay-stopped/);
     await expectRefused(['storage:prune-inactive', sqlite, '--force'], {}, /^usage: storage:prune-inactive/);
     await expectRefused(['storage:status', sqlite, 'another-path'], {}, /^usage: storage:status/);
+  });
+});
+
+describe('through a running relay’s admin API (RELAY_ADMIN_URL and ADMIN_TOKEN)', () => {
+  const ADMIN_TOKEN = 'storage-cli-admin-token-'.padEnd(48, '0');
+  let relay: Relay;
+  /** The database the relay serves, and an offline copy of the same rows the direct path reads. */
+  let served: string;
+  let offline: string;
+  const viaApi = (extra: Record<string, string> = {}) =>
+    // No DATA_PATH and no DATABASE_URL: the direct path would have no store to open.
+    env({ RELAY_ADMIN_URL: relay.baseUrl, ADMIN_TOKEN, ...extra });
+  beforeAll(async () => {
+    served = path.join(folder('admin-served'), 'relay.sqlite');
+    offline = path.join(folder('admin-offline'), 'relay.sqlite');
+    // One active installation and two inactive ones unchanged for 40 days: those two are eligible.
+    for (const url of [served, offline]) await relayDatabase(url, 1, 2, 40 * 24 * 60 * 60 * 1000);
+    relay = await startRelay(served, { ADMIN_TOKEN });
+  }, 120_000);
+  afterAll(async () => {
+    await relay?.close();
+  });
+
+  it('storage:status and the prune preview print exactly what the direct path prints, with no data path', async () => {
+    const status = await runRelayAsync(['storage:status'], viaApi());
+    expect(status.stderr).toBe('');
+    expect(status.status).toBe(0);
+    expect(status.stdout).toBe((await runRelayAsync(['storage:status', offline], env())).stdout);
+    expect(JSON.parse(status.stdout)).toEqual({
+      installations: { total: 3, active: 1, inactive: 2, capacity: 50_000, expired: 0 },
+    });
+    const preview = await runRelayAsync(['storage:prune-inactive'], viaApi());
+    expect(preview.status).toBe(0);
+    expect(preview.stdout).toBe((await runRelayAsync(['storage:prune-inactive', offline], env())).stdout);
+    expect(JSON.parse(preview.stdout)).toEqual({ eligible: 2, removed: 0, remaining: 3, preview: true });
+  });
+
+  it('--apply needs no --relay-stopped: the running relay prunes its own store after a 0600 backup beside it', async () => {
+    const applied = await runRelayAsync(['storage:prune-inactive', '--apply'], viaApi());
+    expect(applied.stderr).toBe('');
+    expect(applied.status).toBe(0);
+    const result = JSON.parse(applied.stdout) as { backupPath?: string };
+    expect(path.dirname(result.backupPath ?? '')).toBe(path.dirname(served));
+    expect(statSync(result.backupPath ?? '').mode & 0o777).toBe(0o600);
+    // The same rows pruned offline (stopped relay) print the same fields in the same order.
+    const direct = await runRelayAsync(['storage:prune-inactive', offline, '--apply', '--relay-stopped'], env());
+    const offlineResult = JSON.parse(direct.stdout) as { backupPath?: string };
+    expect(Object.keys(result)).toEqual(Object.keys(offlineResult));
+    expect({ ...result, backupPath: null }).toEqual({ ...offlineResult, backupPath: null });
+    expect(result).toMatchObject({ eligible: 2, removed: 2, remaining: 1 });
+    // The relay's own view changed: it did the removing.
+    expect((await relay.store.findInstallation('inst-1')) ?? null).toBeNull();
+    const after = await runRelayAsync(['storage:status'], viaApi());
+    expect(JSON.parse(after.stdout)).toEqual({
+      installations: { total: 1, active: 1, inactive: 0, capacity: 50_000, expired: 0 },
+    });
+    // --relay-stopped is accepted, and changes nothing through the API.
+    const again = await runRelayAsync(['storage:prune-inactive', '--apply', '--relay-stopped'], viaApi());
+    expect(JSON.parse(again.stdout)).toEqual({ eligible: 0, removed: 0, remaining: 1 });
+  });
+
+  it('a wrong token, a relay without the admin API, an unreachable relay: one line, exit 1, never a token', async () => {
+    const wrongToken = 'w'.repeat(40);
+    const withoutApi = await testDatabase('sqlite');
+    const closed = await startRelay(withoutApi.url);
+    const unused = await freePort();
+    try {
+      const cases: [string[], Record<string, string>, RegExp][] = [
+        [['storage:status'], viaApi({ ADMIN_TOKEN: wrongToken }), /refused ADMIN_TOKEN \(401 unauthorized\)/],
+        [['storage:prune-inactive', '--apply'], viaApi({ ADMIN_TOKEN: wrongToken }), /refused ADMIN_TOKEN \(401/],
+        [['storage:status'], viaApi({ RELAY_ADMIN_URL: closed.baseUrl }), /no relay admin API at .* \(404\)/],
+        [
+          ['storage:prune-inactive'],
+          viaApi({ RELAY_ADMIN_URL: `http://127.0.0.1:${unused}` }),
+          /could not be reached \(ECONNREFUSED\)/,
+        ],
+        [['storage:status'], viaApi({ ADMIN_TOKEN: '' }), /^RELAY_ADMIN_URL needs ADMIN_TOKEN/],
+        [['storage:status'], viaApi({ RELAY_ADMIN_URL: 'ftp://relay.example' }), /^RELAY_ADMIN_URL must be/],
+        [['storage:status', served], viaApi(), /give no PATH/],
+      ];
+      for (const [args, extraEnv, message] of cases) {
+        const result = await runRelayAsync(args, extraEnv);
+        expect(result.status).toBe(1);
+        expect(result.stdout).toBe('');
+        const lines = result.stderr.trim().split('\n');
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toMatch(message);
+        expect(result.stderr).not.toContain(ADMIN_TOKEN);
+        expect(result.stderr).not.toContain(wrongToken);
+      }
+    } finally {
+      await closed.close();
+      await withoutApi.release();
+    }
   });
 });
