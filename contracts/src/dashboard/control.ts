@@ -84,6 +84,37 @@ export const hostControlProcedures = {
     input: z.object({ profile, jobId: z.string().min(1).max(256), muted: z.boolean() }),
     output: z.object({ profile: z.string(), muted: z.array(z.string()) }),
   }),
+  pair: defineProcedure({
+    kind: 'mutation',
+    summary:
+      'Claims a pairing code at the relay and stores the credential, then announces this host (`conduit push pair`); never answers the credential',
+    input: z.object({
+      profile,
+      pairingCode: z.string().min(1).max(256),
+      /** The relay to claim at; absent: the public relay, as the CLI defaults. */
+      relayUrl: z.string().min(1).max(2048).optional(),
+      /** `--name`; absent or blank: `<hostname> Hermes`. */
+      gatewayName: z.string().max(1024).optional(),
+    }),
+    output: z.object({
+      profile: z.string(),
+      gatewayName: z.string(),
+      /** Why announcing this host's version failed (the pairing stands). */
+      announceError: z.string().optional(),
+    }),
+  }),
+  unpair: defineProcedure({
+    kind: 'mutation',
+    summary: "Revokes this host's gateway at the relay, then deletes the profile's credential (`conduit push unpair`)",
+    input: z.object({ profile }),
+    output: z.object({ profile: z.string(), outcome: z.enum(['revoked', 'not-paired']) }),
+  }),
+  setRedaction: defineProcedure({
+    kind: 'mutation',
+    summary: 'Turns notification content redaction on or off for one profile (`conduit push redact on|off`)',
+    input: z.object({ profile, on: z.boolean() }),
+    output: z.object({ profile: z.string(), paired: z.boolean() }),
+  }),
   testPush: defineProcedure({
     kind: 'mutation',
     summary: 'Sends the `conduit push test` notification through the relay',

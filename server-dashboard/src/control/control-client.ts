@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createTRPCClient, httpLink, type TRPCClient } from '@trpc/client';
+import { createTRPCClient, httpLink, TRPCClientError, type TRPCClient } from '@trpc/client';
 import { HOST_CONTROL_PREFIX } from '@conduit/contracts/dashboard/control';
 import { RUNTIME_FILE } from '../bridge/runtime-file.js';
 import { isLoopbackHost } from '../kernel/loopback.js';
@@ -53,4 +53,42 @@ export async function runningServiceControl(
 /** The Hermes root a profile home belongs to (`<root>/profiles/<name>` or the root itself). */
 export function hermesRootOf(location: { home: string; profile: string }): string {
   return location.profile === 'default' ? location.home : path.dirname(path.dirname(location.home));
+}
+
+/** The running service refused or failed a call; its message is what the CLI prints (exit 1). */
+export class ServiceError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ServiceError';
+  }
+}
+
+/** The request never reached the service (it stopped after its runtime file was read). */
+function neverReached(error: TRPCClientError<HostControlRouter>): boolean {
+  // undici fails with TypeError('fetch failed') caused by the socket's error.
+  const socket: unknown = error.cause instanceof Error ? error.cause.cause : undefined;
+  return typeof socket === 'object' && socket !== null && 'code' in socket && socket.code === 'ECONNREFUSED';
+}
+
+/**
+ * One `conduit …` action: through the control API of the service running for the profile's Hermes
+ * root, which owns the state files, or `local` on the files themselves when none runs (or it stopped
+ * before the request reached it). What the service answers with an error is a ServiceError.
+ */
+export async function throughService<T>(
+  location: { home: string; profile: string },
+  env: NodeJS.ProcessEnv,
+  remote: (api: HostControlClient) => Promise<T>,
+  local: () => Promise<T>,
+): Promise<T> {
+  const api = await runningServiceControl(hermesRootOf(location), env);
+  if (!api) return local();
+  try {
+    return await remote(api);
+  } catch (error) {
+    if (!(error instanceof TRPCClientError)) throw error;
+    const failure = error as TRPCClientError<HostControlRouter>;
+    if (neverReached(failure)) return local();
+    throw new ServiceError(failure.message);
+  }
 }

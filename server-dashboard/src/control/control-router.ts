@@ -1,14 +1,24 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { initTRPC } from '@trpc/server';
+import { initTRPC, TRPCError } from '@trpc/server';
 import { hostControlProcedures as c } from '@conduit/contracts/dashboard/control';
 import type { Clock } from '../clock.js';
+import { CorruptCredentialsError } from '../credentials/credential-store.js';
+import { LockTimeoutError } from '../credentials/file-lock.js';
 import type { DeliveryQueue } from '../delivery/delivery-queue.js';
 import { resolveProfile } from '../fronting/profiles.js';
 import { conduitStatus } from '../mcp/conduit-status.js';
 import type { ProfileScope } from '../notifier/notifier.js';
+import {
+  cleanGatewayName,
+  pairAndAnnounce,
+  PairingInputError,
+  setRedaction,
+  unpairProfile,
+} from '../pairing/pairing.js';
 import type { PluginIdentity } from '../pairing/plugin-hello.js';
-import type { RelayApi } from '../pairing/relay-api.js';
+import { RelayRejected, RelayUnreachable, type RelayApi } from '../pairing/relay-api.js';
+import { RelayUrlError } from '../pairing/relay-url.js';
 import { statusLines } from '../pairing/status.js';
 import { sendTestPush } from '../pairing/test-push.js';
 import type { ProfileSettings } from '../settings/profile-settings.js';
@@ -60,16 +70,43 @@ async function spoolFiles(stateDir: string): Promise<number> {
 }
 
 /**
+ * The failures `conduit push` prints as they are (PAIRING.md), answered with their own message and a
+ * code that says what kind they are; anything else stays an internal error.
+ */
+function controlError(error: TRPCError): TRPCError {
+  const cause = error.cause;
+  const code =
+    cause instanceof PairingInputError || cause instanceof RelayUrlError
+      ? 'BAD_REQUEST'
+      : cause instanceof RelayRejected || cause instanceof RelayUnreachable
+        ? 'BAD_GATEWAY'
+        : cause instanceof CorruptCredentialsError
+          ? 'CONFLICT'
+          : cause instanceof LockTimeoutError
+            ? 'SERVICE_UNAVAILABLE'
+            : null;
+  return code && cause ? new TRPCError({ code, message: cause.message, cause }) : error;
+}
+
+/**
  * The host control router, built from contracts/src/dashboard/control.ts. It acts on the state this
  * process owns (queue, settings, pairing files through their locks), so CLIs ask it instead of
  * opening the files beside a running service.
  */
 export function hostControlRouter(deps: HostControlDeps) {
   const t = initTRPC.create();
-  const procedure = t.procedure.use(({ path: name, next }) => {
+  const procedure = t.procedure.use(async ({ path: name, next }) => {
     deps.onCall?.(name);
-    return next();
+    const result = await next();
+    if (!result.ok) throw controlError(result.error);
+    return result;
   });
+  const announcing = {
+    identity: deps.identity,
+    relay: deps.relay,
+    clock: () => deps.clock.now(),
+    randomBytes: deps.randomBytes,
+  };
   const profileOf = (requested: string | undefined) => resolveProfile(deps.hermesHome, requested);
   return t.router({
     status: procedure
@@ -127,19 +164,49 @@ export function hostControlRouter(deps: HostControlDeps) {
         const profile = profileOf(input.profile);
         return { profile: profile.name, muted: await deps.settings.cron(profile).setNotify(input.jobId, !input.muted) };
       }),
+    pair: procedure
+      .input(c.pair.input)
+      .output(c.pair.output)
+      .mutation(async ({ input }) => {
+        const profile = profileOf(input.profile);
+        const { gatewayName, announceError } = await pairAndAnnounce(
+          {
+            home: profile.home,
+            profile: profile.name,
+            pairingCode: input.pairingCode,
+            ...(input.relayUrl !== undefined ? { relayUrl: input.relayUrl } : {}),
+            gatewayName: cleanGatewayName(input.gatewayName ?? '', deps.hostname()),
+            relay: deps.relay,
+          },
+          announcing,
+        );
+        return { profile: profile.name, gatewayName, ...(announceError !== null ? { announceError } : {}) };
+      }),
+    unpair: procedure
+      .input(c.unpair.input)
+      .output(c.unpair.output)
+      .mutation(async ({ input }) => {
+        const profile = profileOf(input.profile);
+        return { profile: profile.name, outcome: await unpairProfile(profile.home, deps.relay) };
+      }),
+    setRedaction: procedure
+      .input(c.setRedaction.input)
+      .output(c.setRedaction.output)
+      .mutation(async ({ input }) => {
+        const profile = profileOf(input.profile);
+        const randomHex = () => Buffer.from(deps.randomBytes(32)).toString('hex');
+        return { profile: profile.name, paired: await setRedaction(profile.home, input.on, randomHex) };
+      }),
     testPush: procedure
       .input(c.testPush.input)
       .output(c.testPush.output)
       .mutation(async ({ input }) => {
         const profile = profileOf(input.profile);
         const outcome = await sendTestPush({
+          ...announcing,
           home: profile.home,
           profile: profile.name,
-          identity: deps.identity,
-          relay: deps.relay,
           corrupt: input.corrupt === true,
-          clock: () => deps.clock.now(),
-          randomBytes: deps.randomBytes,
         });
         return {
           profile: profile.name,

@@ -3,24 +3,25 @@ import { hostname as osHostname } from 'node:os';
 import { CorruptCredentialsError } from '../credentials/credential-store.js';
 import { LockTimeoutError } from '../credentials/file-lock.js';
 import { ProfileError, resolveProfileHome } from '../credentials/hermes-home.js';
-import { applyPrivacy } from '../crypto/privacy.js';
+import { hostControlProcedures as c } from '@conduit/contracts/dashboard/control';
 import { PLUGIN_CAPABILITIES } from '../notifier/events.js';
-import { hermesRootOf, runningServiceControl } from '../control/control-client.js';
+import { ServiceError, throughService } from '../control/control-client.js';
 import { readPackageVersion } from '../package-version.js';
-import { cleanGatewayName, pairProfile, PairingInputError, setRedaction, unpairProfile } from './pairing.js';
-import { pluginHelloEvent, type PluginIdentity } from './plugin-hello.js';
+import { cleanGatewayName, pairAndAnnounce, PairingInputError, setRedaction, unpairProfile } from './pairing.js';
+import type { PluginIdentity } from './plugin-hello.js';
 import { createRelayApi, RelayRejected, RelayUnreachable, type RelayApi } from './relay-api.js';
-import { credentialRelayUrl, relayUrlText, RelayUrlError } from './relay-url.js';
+import { RelayUrlError } from './relay-url.js';
 import { NOT_PAIRED, statusLines } from './status.js';
-import { sendTestPush } from './test-push.js';
+import { sendTestPush, type TestPushOutcome } from './test-push.js';
 
 /**
  * `conduit push …`: the reference's `hermes conduit-push` (CLI.md) — same subcommands, messages and exit
  * codes — plus `--home DIR` / `--profile NAME` to pick the Hermes profile this process acts on (by
- * default the one `hermes -p` selected through HERMES_HOME, else the sticky active profile).
+ * default the one `hermes -p` selected through HERMES_HOME, else the sticky active profile). While the
+ * host service runs for that Hermes root, each subcommand asks its control API, so the one process that
+ * owns the state files reads and writes them; with none running it works on the files itself.
  */
 export const USAGE = 'Usage: conduit push {pair|status|test|redact|unpair} [--profile NAME] [--home DIR]';
-const HELLO_TIMEOUT_MS = 4_000;
 
 export interface PushCliDeps {
   env: NodeJS.ProcessEnv;
@@ -117,9 +118,9 @@ export async function runPush(argv: string[], deps: PushCliDeps): Promise<number
       case 'test':
         return await test(location(), args.options.has('--corrupt'), deps);
       case 'redact':
-        return await redact(rest, location().home, deps);
+        return await redact(rest, location(), deps);
       case 'unpair':
-        return await unpair(location().home, deps);
+        return await unpair(location(), deps);
       default:
         deps.out(USAGE);
         return 2;
@@ -132,7 +133,8 @@ export async function runPush(argv: string[], deps: PushCliDeps): Promise<number
       error instanceof RelayUnreachable ||
       error instanceof CorruptCredentialsError ||
       error instanceof ProfileError ||
-      error instanceof LockTimeoutError
+      error instanceof LockTimeoutError ||
+      error instanceof ServiceError
     ) {
       deps.err(error.message);
       return 1;
@@ -141,51 +143,55 @@ export async function runPush(argv: string[], deps: PushCliDeps): Promise<number
   }
 }
 
-async function pair(
-  rest: string[],
-  args: ParsedArgs,
-  location: { home: string; profile: string },
-  deps: PushCliDeps,
-): Promise<number> {
+type Location = { home: string; profile: string };
+
+async function pair(rest: string[], args: ParsedArgs, location: Location, deps: PushCliDeps): Promise<number> {
   const [code] = rest;
   if (!code || rest.length > 1) {
     deps.out('Usage: conduit push pair CODE [--relay-url URL] [--name NAME]');
     return 2;
   }
   const relayUrl = option(args, '--relay-url');
-  const result = await pairProfile({
-    home: location.home,
-    pairingCode: code,
-    ...(relayUrl !== undefined ? { relayUrl } : {}),
-    gatewayName: cleanGatewayName(option(args, '--name') ?? '', deps.hostname()),
-    relay: deps.relay,
-  });
-  deps.out(`Paired ${result.gateway_name} with Conduit.`);
-  try {
-    const hello = await applyPrivacy(pluginHelloEvent(deps.identity, location.profile), location.home, {
-      clock: deps.clock,
-      randomBytes: deps.randomBytes,
-    });
-    if (hello) {
-      const url = relayUrlText(credentialRelayUrl(hello.relayUrl));
-      await deps.relay.postEvent(url, hello.credential, hello.body, HELLO_TIMEOUT_MS);
-    }
-  } catch (error) {
-    deps.out(`Warning: could not announce plugin version: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  const name = cleanGatewayName(option(args, '--name') ?? '', deps.hostname());
+  const { gatewayName, announceError } = await throughService(
+    location,
+    deps.env,
+    async (api) => {
+      const answer = c.pair.output.parse(
+        await api.pair.mutate({
+          profile: location.profile,
+          pairingCode: code,
+          ...(relayUrl !== undefined ? { relayUrl } : {}),
+          gatewayName: name,
+        }),
+      );
+      return { gatewayName: answer.gatewayName, announceError: answer.announceError ?? null };
+    },
+    () =>
+      pairAndAnnounce(
+        {
+          home: location.home,
+          profile: location.profile,
+          pairingCode: code,
+          ...(relayUrl !== undefined ? { relayUrl } : {}),
+          gatewayName: name,
+          relay: deps.relay,
+        },
+        deps,
+      ),
+  );
+  deps.out(`Paired ${gatewayName} with Conduit.`);
+  if (announceError !== null) deps.out(`Warning: could not announce plugin version: ${announceError}`);
   return 0;
 }
 
-async function status(location: { home: string; profile: string }, deps: PushCliDeps): Promise<number> {
-  // A running service owns the state files: ask it, so one process reads and writes them.
-  const api = await runningServiceControl(hermesRootOf(location), deps.env);
-  const viaService = api
-    ? await api.pushStatus.query({ profile: location.profile }).then(
-        (answer) => ({ lines: answer.lines }),
-        () => null,
-      )
-    : null;
-  const lines = viaService ? viaService.lines : await statusLines(location.home, deps.hostname());
+async function status(location: Location, deps: PushCliDeps): Promise<number> {
+  const lines = await throughService(
+    location,
+    deps.env,
+    async (api) => c.pushStatus.output.parse(await api.pushStatus.query({ profile: location.profile })).lines,
+    () => statusLines(location.home, deps.hostname()),
+  );
   if (!lines) {
     deps.out(NOT_PAIRED);
     return 1;
@@ -194,16 +200,16 @@ async function status(location: { home: string; profile: string }, deps: PushCli
   return 0;
 }
 
-async function test(location: { home: string; profile: string }, corrupt: boolean, deps: PushCliDeps): Promise<number> {
-  const outcome = await sendTestPush({
-    home: location.home,
-    profile: location.profile,
-    identity: deps.identity,
-    relay: deps.relay,
-    corrupt,
-    clock: deps.clock,
-    randomBytes: deps.randomBytes,
-  });
+async function test(location: Location, corrupt: boolean, deps: PushCliDeps): Promise<number> {
+  const outcome = await throughService(
+    location,
+    deps.env,
+    async (api): Promise<TestPushOutcome> => {
+      const answer = c.testPush.output.parse(await api.testPush.mutate({ profile: location.profile, corrupt }));
+      return answer.outcome === 'failed' ? { kind: 'failed', message: answer.message ?? '' } : { kind: answer.outcome };
+    },
+    () => sendTestPush({ ...deps, home: location.home, profile: location.profile, corrupt }),
+  );
   switch (outcome.kind) {
     case 'sent':
       deps.out(
@@ -224,27 +230,38 @@ async function test(location: { home: string; profile: string }, corrupt: boolea
   }
 }
 
-async function redact(rest: string[], home: string, deps: PushCliDeps): Promise<number> {
+async function redact(rest: string[], location: Location, deps: PushCliDeps): Promise<number> {
   const [mode] = rest;
   if (rest.length !== 1 || (mode !== 'on' && mode !== 'off')) {
     deps.out('Usage: conduit push redact {on|off}');
     return 2;
   }
-  const paired = await setRedaction(home, mode === 'on', () => Buffer.from(deps.randomBytes(32)).toString('hex'));
+  const on = mode === 'on';
+  const paired = await throughService(
+    location,
+    deps.env,
+    async (api) => c.setRedaction.output.parse(await api.setRedaction.mutate({ profile: location.profile, on })).paired,
+    () => setRedaction(location.home, on, () => Buffer.from(deps.randomBytes(32)).toString('hex')),
+  );
   if (!paired) {
     deps.out(NOT_PAIRED);
     return 1;
   }
   deps.out(
-    mode === 'on'
+    on
       ? 'Notification content is redacted; approval and clarify cards use generic text.'
       : 'Notification content is no longer redacted.',
   );
   return 0;
 }
 
-async function unpair(home: string, deps: PushCliDeps): Promise<number> {
-  const result = await unpairProfile(home, deps.relay);
+async function unpair(location: Location, deps: PushCliDeps): Promise<number> {
+  const result = await throughService(
+    location,
+    deps.env,
+    async (api) => c.unpair.output.parse(await api.unpair.mutate({ profile: location.profile })).outcome,
+    () => unpairProfile(location.home, deps.relay),
+  );
   deps.out(result === 'revoked' ? 'Conduit pairing revoked.' : 'This Hermes profile was not paired.');
   return 0;
 }

@@ -1,6 +1,7 @@
 import { isPaired, relayUrlOf, DEFAULT_RELAY_URL, type CredentialFile } from '../credentials/credential-file.js';
 import { readCredentials, unchanged, updateCredentials } from '../credentials/credential-store.js';
 import { normalisePairingCode } from './pairing-code.js';
+import { announcePlugin, type AnnounceOptions } from './plugin-hello.js';
 import type { ClaimAnswer, RelayApi } from './relay-api.js';
 import { isLoopbackHost } from '../kernel/loopback.js';
 import { credentialRelayUrl, parseBareRelayUrl, relayUrlText, RelayUrlError } from './relay-url.js';
@@ -87,6 +88,23 @@ export async function pairProfile(request: PairRequest): Promise<PairResult> {
       },
     };
   });
+}
+
+/**
+ * `conduit push pair`: the claim, then `plugin.hello` so the phone sees this host's version at once. A
+ * failed announcement is answered, not thrown: the pairing stands.
+ */
+export async function pairAndAnnounce(
+  request: PairRequest & { profile: string },
+  announce: AnnounceOptions,
+): Promise<{ gatewayName: string; announceError: string | null }> {
+  const result = await pairProfile(request);
+  try {
+    await announcePlugin(request.home, request.profile, announce);
+    return { gatewayName: result.gateway_name, announceError: null };
+  } catch (error) {
+    return { gatewayName: result.gateway_name, announceError: error instanceof Error ? error.message : String(error) };
+  }
 }
 
 /**

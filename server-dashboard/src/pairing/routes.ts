@@ -5,12 +5,11 @@ import { bindRoute, WireError } from '@conduit/contracts/server';
 import { relayUrlOf, type CredentialFile } from '../credentials/credential-file.js';
 import { CorruptCredentialsError, readCredentials } from '../credentials/credential-store.js';
 import { LockTimeoutError } from '../credentials/file-lock.js';
-import { applyPrivacy } from '../crypto/privacy.js';
 import { e2eStatus, provisionE2eKey } from './e2e-provisioning.js';
 import { cleanGatewayName, pairProfile, PairingInputError } from './pairing.js';
-import { pluginHelloEvent, type PluginIdentity } from './plugin-hello.js';
+import { announcePlugin, type PluginIdentity } from './plugin-hello.js';
 import { RelayRejected, RelayUnreachable, type RelayApi } from './relay-api.js';
-import { credentialRelayUrl, relayUrlText, RelayUrlError } from './relay-url.js';
+import { RelayUrlError } from './relay-url.js';
 import { limiterKey, SlidingWindowLimit } from './rate-window.js';
 
 /**
@@ -223,20 +222,12 @@ export function registerPairingRoutes(app: FastifyInstance, deps: PairingRouteDe
 
   /** Best effort, as the CLI: the phone sees this host's version at once; a failure does not undo the pairing. */
   async function announce(home: string, profile: string): Promise<void> {
-    try {
-      const hello = await applyPrivacy(pluginHelloEvent(deps.identity, profile), home, {
-        clock: deps.clock,
-        ...(deps.randomBytes ? { randomBytes: deps.randomBytes } : {}),
-      });
-      if (hello)
-        await deps.relay.postEvent(
-          relayUrlText(credentialRelayUrl(hello.relayUrl)),
-          hello.credential,
-          hello.body,
-          4_000,
-        );
-    } catch {
-      // Announcing is an optimisation; the next event carries the version too.
-    }
+    // Announcing is an optimisation; the next event carries the version too.
+    await announcePlugin(home, profile, {
+      identity: deps.identity,
+      relay: deps.relay,
+      clock: deps.clock,
+      ...(deps.randomBytes ? { randomBytes: deps.randomBytes } : {}),
+    }).catch(() => undefined);
   }
 }

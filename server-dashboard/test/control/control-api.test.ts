@@ -4,17 +4,21 @@
  * (never the standalone bearer), and no output carries the credential.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createTRPCClient, httpLink, TRPCClientError } from '@trpc/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { hostControlProcedures } from '@conduit/contracts/dashboard/control';
+import { freePort } from '@conduit/contracts/testing';
 import type { Host } from '../../src/app.js';
+import { writeRuntimeFile } from '../../src/bridge/runtime-file.js';
 import { hostControlRouter, type HostControlRouter } from '../../src/control/control-router.js';
-import { CONTROL_TOKEN_FILE } from '../../src/control/control-token.js';
-import { credentialPath } from '../../src/credentials/credential-store.js';
+import { CONTROL_TOKEN_FILE, readOrCreateControlToken } from '../../src/control/control-token.js';
+import { credentialPath, readCredentials } from '../../src/credentials/credential-store.js';
+import { PairingRelay } from '../pairing/support/pairing-relay.js';
 import { tempHermesHome, testConfig, TEST_TOKEN } from '../support/config.js';
 import { startHost } from '../support/host.js';
+import { writePairing } from '../support/pairing.js';
 
 const WORKSPACE = path.resolve(new URL('.', import.meta.url).pathname, '../..');
 
@@ -110,6 +114,9 @@ describe('host control API', () => {
         () => api.cronMutes.query({}),
         () => api.setCronMute.mutate({ jobId: 'j', muted: true }),
         () => api.testPush.mutate({}),
+        () => api.pair.mutate({ pairingCode: 'ABCDE-FGHJK' }),
+        () => api.unpair.mutate({}),
+        () => api.setRedaction.mutate({ on: true }),
       ];
       for (const attempt of attempts) expect(await refusalStatus(attempt())).toBe(401);
     }
@@ -169,6 +176,14 @@ describe('host control API', () => {
     });
   });
 
+  it('a refusal keeps its message and says what kind it is: a malformed pairing code is 400, nothing written', async () => {
+    const api = control(host.url, token);
+    const refused = api.pair.mutate({ pairingCode: 'not-a-code' });
+    await expect(refused).rejects.toThrow('That is not a Conduit pairing code (expected XXXXX-XXXXX)');
+    expect(await refusalStatus(refused)).toBe(400);
+    expect((await api.pushStatus.query({})).lines).toBeNull();
+  });
+
   it('`conduit push status` goes through the control API of the running service', async () => {
     calls.length = 0;
     const result = await conduit({ HERMES_HOME: hermes.root }, 'push', 'status', '--profile', 'work');
@@ -185,4 +200,105 @@ describe('host control API', () => {
     const error = await api.cronMutes.query({ profile: 'nobody' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TRPCClientError);
   });
+});
+
+describe('`conduit push` while the service runs: every subcommand through its control API', () => {
+  const hermes = tempHermesHome();
+  const work = path.join(hermes.root, 'profiles', 'work');
+  const relay = new PairingRelay();
+  let host: Host & { url: string };
+  const calls: string[] = [];
+  const push = (...argv: string[]) => conduit({ HERMES_HOME: hermes.root }, 'push', ...argv, '--profile', 'work');
+  beforeAll(async () => {
+    await relay.start();
+    host = await startHost(testConfig(hermes.root), { onControlCall: (name) => calls.push(name) });
+  });
+  afterAll(async () => {
+    await host.app.close();
+    await relay.stop();
+    hermes.cleanup();
+  });
+  beforeEach(() => {
+    calls.length = 0;
+  });
+
+  it('pair, test, test --corrupt, redact on|off and unpair print what they print on the files', async () => {
+    expect(await push('pair', relay.mintCode(), '--relay-url', relay.url, '--name', 'box')).toEqual({
+      code: 0,
+      stdout: 'Paired box with Conduit.\n',
+      stderr: '',
+    });
+    const stored = await readCredentials(work);
+    expect(stored?.credential && relay.live.has(stored.credential)).toBe(true);
+    expect(relay.events.map((event) => event.type)).toEqual(['plugin.hello']);
+
+    expect(await push('test')).toEqual({
+      code: 0,
+      stdout: 'Test notification accepted by the Conduit relay.\n',
+      stderr: '',
+    });
+    expect(relay.events.at(-1)).toMatchObject({ type: 'response.ready', profile: 'work', title: 'Hermes Conduit' });
+    expect(await push('test', '--corrupt')).toEqual({
+      code: 1,
+      stdout: 'End-to-end encryption is off for this profile; nothing to corrupt.\n',
+      stderr: '',
+    });
+    expect(await push('redact', 'on')).toEqual({
+      code: 0,
+      stdout: 'Notification content is redacted; approval and clarify cards use generic text.\n',
+      stderr: '',
+    });
+    expect((await readCredentials(work))?.redact_content).toBe(true);
+    expect(await push('redact', 'off')).toEqual({
+      code: 0,
+      stdout: 'Notification content is no longer redacted.\n',
+      stderr: '',
+    });
+    expect(await push('unpair')).toEqual({ code: 0, stdout: 'Conduit pairing revoked.\n', stderr: '' });
+    expect(relay.live.size).toBe(0);
+    expect(existsSync(credentialPath(work))).toBe(false);
+    expect(await push('test')).toEqual({
+      code: 1,
+      stdout: 'This Hermes profile is not paired with Conduit.\n',
+      stderr: '',
+    });
+    // The service did each one: the CLI asked it rather than opening the files beside it.
+    expect(calls).toEqual(['pair', 'testPush', 'testPush', 'setRedaction', 'setRedaction', 'unpair', 'testPush']);
+  }, 120_000);
+
+  it('what the relay refuses comes back as the CLI prints it: a used code, exit 1, nothing written', async () => {
+    const refused = await push('pair', 'ABCDE-FGHJK', '--relay-url', relay.url);
+    expect(refused).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Conduit relay rejected the request: invalid_or_expired_pairing (404).\n',
+    });
+    expect(existsSync(credentialPath(work))).toBe(false);
+    expect(calls).toEqual(['pair']);
+  }, 30_000);
+
+  it('a service that stopped after writing its runtime file: the CLI works on the files itself', async () => {
+    const other = tempHermesHome();
+    try {
+      const stateDir = path.join(other.root, 'conduit-host');
+      await readOrCreateControlToken(stateDir);
+      // This process is alive, but nothing listens at the URL any more.
+      await writeRuntimeFile(stateDir, {
+        url: `http://127.0.0.1:${await freePort()}`,
+        token: 'x'.repeat(43),
+        pid: process.pid,
+      });
+      writePairing(path.join(other.root, 'profiles', 'work'), relay.url);
+      const result = await conduit({ HERMES_HOME: other.root }, 'push', 'redact', 'on', '--profile', 'work');
+      expect(result).toEqual({
+        code: 0,
+        stdout: 'Notification content is redacted; approval and clarify cards use generic text.\n',
+        stderr: '',
+      });
+      expect((await readCredentials(path.join(other.root, 'profiles', 'work')))?.redact_content).toBe(true);
+      expect(calls).toEqual([]);
+    } finally {
+      other.cleanup();
+    }
+  }, 30_000);
 });
