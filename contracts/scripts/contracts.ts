@@ -118,8 +118,10 @@ function listGenerated(root: string): string[] {
     const dir = path.join(root, rel);
     if (!existsSync(dir)) return;
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      // Tool caches (.turbo), installs and the compiled build (generated/dist) are not pipeline output.
-      if (entry.name.startsWith('.') || entry.name === 'node_modules' || entry.name === 'dist') continue;
+      // Tool caches (.turbo), installs, the compiled build (generated/dist) and the SDK's own entries and
+      // build script and examples (generated/src, scripts, examples) are not pipeline output.
+      if (entry.name.startsWith('.') || ['node_modules', 'dist', 'src', 'scripts', 'examples'].includes(entry.name))
+        continue;
       const child = path.posix.join(rel, entry.name);
       if (entry.isDirectory()) walk(child);
       else if (rel !== 'generated' && entry.name.endsWith('.ts')) out.push(child);

@@ -9,67 +9,21 @@
  * `npm run build` makes dist/ (`npm run check` builds before it tests, and turbo's test task depends
  * on the builds); without it this test fails and says so, it never skips.
  */
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, startServerProcess, type ServerProcess } from '@conduit/contracts/testing';
+import { freePort } from '@conduit/contracts/testing';
 import { acquirePostgres } from '@conduit/prisma/testing/postgres';
 import { REPO_ROOT } from '../suite/launch.js';
+import { compiled, plainEnv, startCompiled, startCompiledRelay, stopCompiled } from './support/compiled.js';
 
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'conduit-compiled-'));
-const running: ChildProcess[] = [];
 afterAll(async () => {
-  await Promise.all(
-    running.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          child.once('exit', () => resolve());
-          child.kill('SIGTERM');
-        }),
-    ),
-  );
+  await stopCompiled();
   rmSync(scratch, { recursive: true, force: true });
 });
-
-/** The compiled file, or a failure that says how to make it. */
-function compiled(file: string): string {
-  const absolute = path.join(REPO_ROOT, file);
-  if (!existsSync(absolute)) {
-    throw new Error(
-      `${file} is missing: this test runs the compiled build; run \`npm run build\` first ` +
-        '(`npm run check` and `npm test` through turbo build before they test).',
-    );
-  }
-  return absolute;
-}
-
-/** An environment with nothing inherited that could add a loader or a source condition. */
-function plainEnv(extra: Record<string, string>): Record<string, string> {
-  return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), LANG: 'C.UTF-8', ...extra };
-}
-
-async function startCompiled(
-  workspace: string,
-  env: Record<string, string>,
-  ready: (url: string) => Promise<boolean>,
-  port: number,
-): Promise<ServerProcess> {
-  const server = await startServerProcess({
-    name: `node ${workspace}/dist/main.js`,
-    command: process.execPath,
-    args: [compiled(`${workspace}/dist/main.js`)],
-    cwd: path.join(REPO_ROOT, workspace),
-    env: plainEnv(env),
-    port,
-    ready,
-    timeoutMs: 60_000,
-  });
-  running.push(server.child);
-  return server;
-}
 
 /** The command line of a running process, as the kernel reports it. */
 function commandLine(pid: number): string[] {
@@ -96,7 +50,7 @@ describe('the compiled build with plain node', () => {
     const specifiers = [
       '@conduit/contracts/server',
       '@conduit/contracts/relay/events',
-      '@conduit/generated/relay/client',
+      '@conduit/sdk/relay',
       '@conduit/prisma',
       '@conduit/server-dashboard/crypto/e2e-keys',
     ];
@@ -116,20 +70,7 @@ describe('the compiled build with plain node', () => {
   });
 
   it('node server-relay/dist/main.js starts on an empty SQLite store and answers /healthz', async () => {
-    const port = await freePort();
-    const relay = await startCompiled(
-      'server-relay',
-      {
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        DATA_PATH: path.join(scratch, 'relay', 'relay.sqlite'),
-        PUBLIC_URL: 'https://relay.example.test',
-        APNS_TOPIC: 'dev.conduit.compiled',
-        APNS_MODE: 'accept',
-      },
-      async (url) => (await fetch(`${url}/healthz`)).status === 200,
-      port,
-    );
+    const relay = await startCompiledRelay({ DATA_PATH: path.join(scratch, 'relay', 'relay.sqlite') });
     expect(commandLine(relay.child.pid ?? 0).slice(1)).toEqual([compiled('server-relay/dist/main.js')]);
     const response = await fetch(`${relay.url}/healthz`);
     expect(await response.json()).toEqual({ ok: true });
@@ -144,25 +85,14 @@ describe('the compiled build with plain node', () => {
     expect(readFileSync(compiled('server-relay/dist/main.js'), 'utf8')).toMatch(/^\/\/ The relay bundled by/);
     const database = await acquirePostgres();
     try {
-      const port = await freePort();
       const adminToken = 'compiled-admin-token-0123456789abcdef';
       const metricsToken = 'compiled-metrics-token-0123456789abcdef';
-      const relay = await startCompiled(
-        'server-relay',
-        {
-          HOST: '127.0.0.1',
-          PORT: String(port),
-          DATABASE_URL: database.url,
-          DATA_PATH: path.join(scratch, 'relay-pg', 'unused.sqlite'),
-          PUBLIC_URL: 'https://relay.example.test',
-          APNS_TOPIC: 'dev.conduit.compiled',
-          APNS_MODE: 'accept',
-          ADMIN_TOKEN: adminToken,
-          METRICS_TOKEN: metricsToken,
-        },
-        async (url) => (await fetch(`${url}/healthz`)).status === 200,
-        port,
-      );
+      const relay = await startCompiledRelay({
+        DATABASE_URL: database.url,
+        DATA_PATH: path.join(scratch, 'relay-pg', 'unused.sqlite'),
+        ADMIN_TOKEN: adminToken,
+        METRICS_TOKEN: metricsToken,
+      });
       const status = await fetch(`${relay.url}/admin/trpc/storageStatus`, {
         headers: { authorization: `Bearer ${adminToken}` },
       });

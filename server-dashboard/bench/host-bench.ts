@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { createRelayClient } from '@conduit/generated/relay/client';
+import { createRelayClient } from '@conduit/sdk/relay';
 import { buildHost } from '../src/app.js';
 import { chooseHookRunner, findOnPath, hookRunner, type BridgeKind } from '../src/bridge/bridge-script.js';
 import { writeRuntimeFile } from '../src/bridge/runtime-file.js';

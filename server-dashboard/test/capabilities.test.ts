@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDashboardClient } from '@conduit/generated/dashboard/client';
+import { createDashboardClient } from '@conduit/sdk/dashboard';
 import { buildApp } from '../src/app.js';
 import { CAPABILITY_PATHS, SERVED_CAPABILITIES } from '../src/routes/capabilities.js';
 import { TEST_TOKEN, tempHermesHome, testConfig } from './support/config.js';

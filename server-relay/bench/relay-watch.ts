@@ -17,7 +17,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket, { WebSocketServer } from 'ws';
-import { createRelayClient } from '@conduit/generated/relay/client';
+import { createRelayClient } from '@conduit/sdk/relay';
 import { freePort } from '@conduit/contracts/testing';
 
 const BRIDGES = Number(process.env.BENCH_BRIDGES ?? 50);

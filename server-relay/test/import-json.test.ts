@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRelayClient } from '@conduit/generated/relay/client';
+import { createRelayClient } from '@conduit/sdk/relay';
 import { STORE_KINDS, testDatabase, TOPIC } from './support/harness.js';
 import { waitForLine } from './support/log-lines.js';
 import { runRelayAsync, startRelayProcess } from './support/relay-process.js';

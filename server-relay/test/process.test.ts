@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRelayClient } from '@conduit/generated/relay/client';
+import { createRelayClient } from '@conduit/sdk/relay';
 import { STORE_KINDS, testDatabase, TOPIC } from './support/harness.js';
 import { pruneInactive, storageStatus } from '../src/cli/storage.js';
 import { normalizePreferences } from '../src/domain/preferences.js';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '@conduit/prisma';
-import { createRelayClient } from '@conduit/generated/relay/client';
+import { createRelayClient } from '@conduit/sdk/relay';
 import { deviceToken, STORE_KINDS, testDatabase, TOPIC } from './support/harness.js';
 import { startRelayProcess, type RelayProcess } from './support/relay-process.js';
 import { openPrismaStore } from '../src/store/prisma-store.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createVoiceClient } from '@conduit/generated/voice/client';
+import { createVoiceClient } from '@conduit/sdk/voice';
 import { buildApp } from '../src/app.js';
 import { ConfigError, loadConfig, profileFromHermesHome, voiceConfig } from '../src/config.js';
 

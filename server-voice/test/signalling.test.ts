@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createVoiceClient } from '@conduit/generated/voice/client';
+import { createVoiceClient } from '@conduit/sdk/voice';
 import { buildApp } from '../src/app.js';
 import { voiceConfig, type VoiceConfig } from '../src/config.js';
 import { memoryLogger } from '../src/log.js';

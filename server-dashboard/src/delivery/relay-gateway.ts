@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { postEvent } from '@conduit/contracts/relay/events';
-import { createRelayClient } from '@conduit/generated/relay/client';
+import { createRelayClient } from '@conduit/sdk/relay';
 import { isCredentialSafeRelayUrl } from '../kernel/loopback.js';
 import type { SendOutcome } from './outcome.js';
 

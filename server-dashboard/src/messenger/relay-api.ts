@@ -3,7 +3,7 @@
  * locked contract, so a wire change fails to compile. Errors are classified the way the reference
  * adapter does: 401 auth; 403/409 conflict; 408/429/≥500 and network errors retryable; else rejected.
  */
-import { createRelayMessengerClient, type components } from '@conduit/generated/relay-messenger/client';
+import { createRelayMessengerClient, type components } from '@conduit/sdk/relay-messenger';
 
 export type MessagePart = components['schemas']['MessagePart'];
 /**

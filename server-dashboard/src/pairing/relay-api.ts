@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createRelayClient, type operations } from '@conduit/generated/relay/client';
+import { createRelayClient, type operations } from '@conduit/sdk/relay';
 import { createRelayFetch, RelayTransportError } from './relay-http.js';
 import { RELAY_EVENT_TYPES, type HostEvent, type OutgoingEvent } from '@conduit/contracts/relay/events';
 

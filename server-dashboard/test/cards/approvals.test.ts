@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createDashboardClient } from '@conduit/generated/dashboard/client';
+import { createDashboardClient } from '@conduit/sdk/dashboard';
 import { hermesApiClient } from '@conduit/contracts/hermes/api-client';
 import type { Limits } from '../../src/limits.js';
 import { TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
-import { createDashboardClient } from '@conduit/generated/dashboard/client';
+import { createDashboardClient } from '@conduit/sdk/dashboard';
 import { buildApp } from '../../src/app.js';
 import { TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { E2eEnvelope } from '@conduit/contracts/crypto/e2e';
-import { createRelayClient } from '@conduit/generated/relay/client';
+import { createRelayClient } from '@conduit/sdk/relay';
 import { readCredentials } from '../../src/credentials/credential-store.js';
 import { encodeBase64Url } from '../../src/crypto/base64url.js';
 import { openNotification } from '../../src/crypto/e2e-device.js';

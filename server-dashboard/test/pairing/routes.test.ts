@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createDashboardClient } from '@conduit/generated/dashboard/client';
+import { createDashboardClient } from '@conduit/sdk/dashboard';
 import { credentialPath, readCredentials } from '../../src/credentials/credential-store.js';
 import { encodeBase64Url } from '../../src/crypto/base64url.js';
 import { resolveProfile } from '../../src/fronting/profiles.js';

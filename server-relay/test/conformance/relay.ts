@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createRelayClient } from '@conduit/generated/relay/client';
+import { createRelayClient } from '@conduit/sdk/relay';
 import { freePort, startServerProcess } from '@conduit/contracts/testing';
 
 const RELAY_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { acquirePostgres, type TestDatabase } from '@conduit/prisma/testing/postgres';
-import { createRelayClient } from '@conduit/generated/relay/client';
+import { createRelayClient } from '@conduit/sdk/relay';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type RelayConfig } from '../../src/config.js';
 import { openPrismaStore, type PrismaStore } from '../../src/store/prisma-store.js';

@@ -1,4 +1,4 @@
-import type { operations } from '@conduit/generated/relay/client';
+import type { operations } from '@conduit/sdk/relay';
 
 /** The body of POST /v1/events as the generated client types it. */
 export type EventBody = operations['postEvent']['requestBody']['content']['application/json'];

@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { WireError } from '@conduit/contracts/server';
-import { createRelayClient } from '@conduit/generated/relay/client';
+import { createRelayClient } from '@conduit/sdk/relay';
 import type { ApnsSender } from '../../src/apns/types.js';
 import { registerWatchFeatures, type WatchConfig, type WatchDeps } from '../../src/watch/index.js';
 

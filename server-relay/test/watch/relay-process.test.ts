@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createRelayClient } from '@conduit/generated/relay/client';
+import { createRelayClient } from '@conduit/sdk/relay';
 import { ApnsSimulator } from '../../src/apns/simulator.js';
 import { providerKeyPair } from '../apns/keys.js';
 import { audioMessage, open, RawClient, refused } from './ws-clients.js';
