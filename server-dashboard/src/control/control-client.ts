@@ -89,6 +89,13 @@ export async function throughService<T>(
     if (!(error instanceof TRPCClientError)) throw error;
     const failure = error as TRPCClientError<HostControlRouter>;
     if (neverReached(failure)) return local();
+    // A service started before this command knew the procedure: it still owns the files, so say how
+    // to bring it up to date rather than write them behind its back.
+    if (failure.data?.code === 'NOT_FOUND' && /no procedure/i.test(failure.message)) {
+      throw new ServiceError(
+        'The running Conduit host service is older than this command and cannot do this yet; restart it, then try again.',
+      );
+    }
     throw new ServiceError(failure.message);
   }
 }

@@ -12,6 +12,7 @@ import { hostControlProcedures } from '@conduit/contracts/dashboard/control';
 import { freePort } from '@conduit/contracts/testing';
 import type { Host } from '../../src/app.js';
 import { writeRuntimeFile } from '../../src/bridge/runtime-file.js';
+import { ServiceError, throughService } from '../../src/control/control-client.js';
 import { hostControlRouter, type HostControlRouter } from '../../src/control/control-router.js';
 import { CONTROL_TOKEN_FILE, readOrCreateControlToken } from '../../src/control/control-token.js';
 import { credentialPath, readCredentials } from '../../src/credentials/credential-store.js';
@@ -276,6 +277,26 @@ describe('`conduit push` while the service runs: every subcommand through its co
     expect(existsSync(credentialPath(work))).toBe(false);
     expect(calls).toEqual(['pair']);
   }, 30_000);
+
+  it('a service older than the command (no such procedure): says to restart it, never writes beside it', async () => {
+    let wroteFiles = false;
+    const older = throughService(
+      { home: work, profile: 'work' },
+      { HERMES_HOME: hermes.root },
+      // A procedure this service does not have, as a newer CLI would call on a service not yet restarted.
+      (api) => (api as unknown as { retired: { mutate: (input: object) => Promise<string> } }).retired.mutate({}),
+      () => {
+        wroteFiles = true;
+        return Promise.resolve('local');
+      },
+    );
+    await expect(older).rejects.toThrow(
+      new ServiceError(
+        'The running Conduit host service is older than this command and cannot do this yet; restart it, then try again.',
+      ),
+    );
+    expect(wroteFiles).toBe(false);
+  });
 
   it('a service that stopped after writing its runtime file: the CLI works on the files itself', async () => {
     const other = tempHermesHome();
