@@ -3,7 +3,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import { getMetrics } from '@conduit/contracts/voice/metrics';
 import { bindRoute } from '@conduit/contracts/server';
 import { metricsExposition, observeHttpRequests } from '@conduit/contracts/server/http-metrics';
-import { bearerMatches } from './bearer.js';
+import { bearerMatches } from '@conduit/contracts/server/secrets';
 import type { CallRegistry } from './calls/call-registry.js';
 import type { PacingStats } from './media/frame-clock.js';
 

@@ -1,13 +1,9 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { fastifyTRPCPlugin, type FastifyTRPCPluginOptions } from '@trpc/server/adapters/fastify';
 import type { FastifyInstance } from 'fastify';
 import { HOST_CONTROL_PREFIX } from '@conduit/contracts/dashboard/control';
+import { bearerMatches } from '@conduit/contracts/server/secrets';
 import { isLoopbackHost } from '../kernel/loopback.js';
 import { hostControlRouter, type HostControlDeps, type HostControlRouter } from './control-router.js';
-
-function sameSecret(given: string, expected: string): boolean {
-  return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());
-}
 
 /**
  * The control API at /_conduit/control: outside /api so it is never proxied to the dashboard. Only
@@ -18,9 +14,7 @@ export async function controlRoutes(app: FastifyInstance, token: string, deps: H
   await app.register(async (scope) => {
     scope.addHook('onRequest', async (request, reply) => {
       const remote = request.socket.remoteAddress ?? '';
-      const header = request.headers.authorization;
-      const given = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : '';
-      if (!isLoopbackHost(remote) || !sameSecret(given, token)) {
+      if (!isLoopbackHost(remote) || !bearerMatches(request.headers.authorization, token)) {
         return reply.status(401).header('connection', 'close').send({ error: 'unauthorized' });
       }
       return undefined;

@@ -1,7 +1,7 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { profileQuery } from '@conduit/contracts/dashboard/profile';
+import { bearerMatches } from '@conduit/contracts/server/secrets';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isLoopbackHost } from '../kernel/loopback.js';
 import { resolveProfile } from '../fronting/profiles.js';
@@ -20,17 +20,6 @@ export const MCP_SERVER_NAME = 'conduit';
  * service does not have yet, and a tool that cannot work must not be offered to the model.
  */
 export const MCP_TOOLS = ['conduit_status'] as const;
-
-function sameSecret(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
-}
-
-function bearer(header: string | undefined): string | null {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-  return match?.[1] ?? null;
-}
 
 function buildServer(profile: ProfileScope, options: McpEndpointOptions): McpServer {
   const server = new McpServer({ name: MCP_SERVER_NAME, version: options.version });
@@ -84,8 +73,10 @@ export function mcpRoutes(app: FastifyInstance, options: McpEndpointOptions): vo
     url: MCP_PATH,
     // Decided from the socket and the headers before the body is read or parsed.
     onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
-      const token = bearer(request.headers.authorization);
-      if (!isLoopbackHost(request.socket.remoteAddress ?? '') || !token || !sameSecret(token, options.token)) {
+      if (
+        !isLoopbackHost(request.socket.remoteAddress ?? '') ||
+        !bearerMatches(request.headers.authorization, options.token)
+      ) {
         return refuse(reply.header('www-authenticate', 'Bearer').header('connection', 'close'), 401, 'unauthorized');
       }
       return undefined;

@@ -1,9 +1,9 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Gauge, Registry } from 'prom-client';
 import { PROMETHEUS_TEXT_CONTENT_TYPE } from '@conduit/contracts/prometheus';
 import { metricsExposition } from '@conduit/contracts/server/http-metrics';
+import { bearerMatches } from '@conduit/contracts/server/secrets';
 import type { EventStatus, Inbox } from './inbox.js';
 
 /**
@@ -43,12 +43,6 @@ export function inboxRegistry(inbox: Pick<Inbox, 'backlog'>, now: () => number =
     },
   });
   return registry;
-}
-
-function bearerMatches(header: string | undefined, token: string): boolean {
-  const presented = /^Bearer\s+(\S+)$/i.exec(header ?? '')?.[1] ?? '';
-  const digest = (text: string) => createHash('sha256').update(text).digest();
-  return timingSafeEqual(digest(presented), digest(token)) && presented !== '';
 }
 
 export interface MetricsListener {

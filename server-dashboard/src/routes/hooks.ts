@@ -1,5 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { sameSecret } from '@conduit/contracts/server/secrets';
 import { hookPayloadSchema } from '../bridge/hook-payload.js';
 import { isLoopbackHost } from '../kernel/loopback.js';
 import { profileOfHook } from '../fronting/profiles.js';
@@ -9,12 +9,6 @@ import type { Notifier } from '../notifier/notifier.js';
 /** Where the hook bridge posts; outside /api so it is never proxied and never mistaken for a plugin route. */
 export const HOOK_PATH = '/_conduit/hook';
 export const HOOK_TOKEN_HEADER = 'x-conduit-hook-token';
-
-function sameSecret(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
-}
 
 /**
  * The loopback endpoint `conduit hook` forwards Hermes' shell-hook JSON to. Only this machine, only

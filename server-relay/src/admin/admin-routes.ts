@@ -1,13 +1,8 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { fastifyTRPCPlugin, type FastifyTRPCPluginOptions } from '@trpc/server/adapters/fastify';
 import type { FastifyInstance } from 'fastify';
 import { RELAY_ADMIN_PREFIX } from '@conduit/contracts/relay/admin';
 import { relayAdminRouter, type RelayAdminDeps, type RelayAdminRouter } from './admin-router.js';
-
-function sameSecret(given: string, expected: string): boolean {
-  // Hashed first so the comparison takes the same time whatever the lengths.
-  return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());
-}
+import { bearerMatches } from '@conduit/contracts/server/secrets';
 
 /**
  * Mounts the admin API at /admin/trpc when ADMIN_TOKEN is set; without it nothing is registered, so
@@ -23,9 +18,9 @@ export async function adminRoutes(
   if (adminToken === undefined) return;
   await app.register(async (scope) => {
     scope.addHook('onRequest', async (request, reply) => {
-      const header = request.headers.authorization;
-      const token = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : '';
-      if (!sameSecret(token, adminToken)) return reply.status(401).send({ error: 'unauthorized' });
+      if (!bearerMatches(request.headers.authorization, adminToken)) {
+        return reply.status(401).send({ error: 'unauthorized' });
+      }
       return undefined;
     });
     await scope.register(fastifyTRPCPlugin, {

@@ -10,7 +10,7 @@ import {
   createCall,
   createCallAlias,
 } from '@conduit/contracts/voice/calls';
-import { bearerMatches } from '../bearer.js';
+import { bearerMatches } from '@conduit/contracts/server/secrets';
 import type { CallRegistry } from '../calls/call-registry.js';
 import { RealtimeCall, type CallServices } from '../calls/realtime-call.js';
 import type { VoiceConfig } from '../config.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { discoveryOptions, getDiscovery } from '@conduit/contracts/voice/discovery';
 import { bindRoute } from '@conduit/contracts/server';
-import { bearerMatches } from '../bearer.js';
+import { bearerMatches } from '@conduit/contracts/server/secrets';
 import type { VoiceConfig } from '../config.js';
 import { preflightHeaders } from './cors.js';
 
