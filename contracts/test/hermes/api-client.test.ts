@@ -161,14 +161,14 @@ describe('the Hermes API client', () => {
   });
 
   it("a caller's signal gives up on a run start and ends an event stream, yielding nothing after the abort", async () => {
+    const start = new AbortController();
     hermes.handler = (req, res) => {
-      if (req.url === '/v1/runs') return; // never answers
+      // The run start never answers: the caller gives up once Hermes has it.
+      if (req.url === '/v1/runs') return start.abort();
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: {"event":"message.delta","delta":"one"}\n\ndata: {"event":"message.delta","delta":"two"}\n\n');
     };
     const api = hermesApiClient({ url: hermes.url, key: 'k' });
-    const start = new AbortController();
-    setTimeout(() => start.abort(), 50);
     expect((await api.startRun({ input: 'x' }, { signal: start.signal })).outcome).toBe('unreachable');
 
     const reading = new AbortController();

@@ -143,7 +143,7 @@ describe('the SSE reader', () => {
     for await (const e of readSse(body.stream, { signal: controller.signal })) {
       seen.push(e.data);
       // Nothing more arrives: only the abort ends the wait for the next chunk.
-      setTimeout(() => controller.abort(), 10);
+      setImmediate(() => controller.abort());
     }
     expect(seen).toEqual(['one']);
     expect(body.cancelled).toBe(true);
