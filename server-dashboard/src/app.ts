@@ -38,6 +38,9 @@ import { capabilityRoutes } from './routes/capabilities.js';
 import { HOOK_PATH, hookRoutes } from './routes/hooks.js';
 import { notificationSettingsRoutes } from './routes/notification-settings.js';
 import { ProfileSettings } from './settings/profile-settings.js';
+import { HOST_FEATURES } from './features/index.js';
+import type { FeatureKernel, HostFeature } from './kernel/feature.js';
+import { systemTimers } from './kernel/timers.js';
 
 /** Where our own routes live; everything else belongs to the Hermes dashboard we front. */
 export const PLUGIN_PREFIX = '/api/plugins/conduit_push/';
@@ -51,6 +54,8 @@ export interface HostDeps {
   hermes: HermesApi | null;
   /** Told each control API procedure called (tests prove a CLI went through the service). */
   onControlCall?: (procedure: string) => void;
+  /** The features registered (default: every feature, HOST_FEATURES); capabilities list theirs. */
+  features: readonly HostFeature[];
 }
 
 export interface Host {
@@ -148,6 +153,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
         ...(config.relayFetch ? { fetch: config.relayFetch } : {}),
       }),
     sleep: overrides.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    features: overrides.features ?? HOST_FEATURES,
     hermes:
       overrides.hermes !== undefined
         ? overrides.hermes
@@ -212,7 +218,15 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
 
   const hookToken = randomBytes(32).toString('base64url');
   // The one public plugin route: the app reads capabilities before it has credentials.
-  capabilityRoutes(app, config);
+  capabilityRoutes(app, config, deps.features);
+  const kernel: FeatureKernel = {
+    hermesHome: config.hermesHome,
+    clock,
+    timers: config.timers ?? systemTimers,
+    log,
+    serviceEnv: config.serviceEnv ?? {},
+    upstreams: config.upstreams ?? {},
+  };
   // Every other plugin route accepts only callers the dashboard accepts (or the standalone token).
   // The check is a hook of this encapsulated scope, so it runs on the route the router matched —
   // never a test of the raw URL, which percent-escapes and absolute-form targets spell differently.
@@ -234,6 +248,8 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
       hostname: () => os.hostname(),
       identity: { version: config.loadedVersion, capabilities: [...PLUGIN_CAPABILITIES] },
     });
+    // Each feature is its own encapsulated plugin: its body parsing and error shape stay its own.
+    for (const feature of deps.features) await plugin.register(async (scope) => feature.register(scope, kernel));
   });
   await metrics.routes(app, { verifier, metricsToken: config.metricsToken });
   hookRoutes(app, { hermesHome: config.hermesHome, hookToken, bodyLimit: limits.hookBodyBytes, notifier, log });

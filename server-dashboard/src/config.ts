@@ -1,5 +1,7 @@
 import type { Clock } from './clock.js';
 import type { Limits } from './limits.js';
+import type { UpstreamOrigins } from './kernel/feature.js';
+import type { Timers } from './kernel/timers.js';
 import type { Logger } from './log.js';
 
 /**
@@ -43,6 +45,15 @@ export interface HostConfig {
   relayFetch?: typeof fetch;
   /** CONDUIT_METRICS_TOKEN: a bearer for `GET /metrics` alone, for a scraper (README, Metrics). */
   metricsToken?: string;
+  /** Timers beside the clock (upstream deadlines); tests fire them by hand. Default: real timers. */
+  timers?: Timers;
+  /**
+   * The service's own environment: the default profile's fallback for provider keys (the features read
+   * each profile's `.env` first). Tests leave it empty so the runner's variables never leak in.
+   */
+  serviceEnv?: Readonly<Record<string, string | undefined>>;
+  /** Provider origins pointed at local stand-ins by tests; production never sets them. */
+  upstreams?: UpstreamOrigins;
 }
 
 export class ConfigError extends Error {}

@@ -88,5 +88,6 @@ export function hostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): HostCon
     clock: systemClock,
     log: jsonLogger(),
     ...(metricsToken ? { metricsToken } : {}),
+    serviceEnv: env,
   };
 }

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboardClient } from '@conduit/sdk/dashboard';
-import { buildApp } from '../src/app.js';
-import { CAPABILITY_PATHS, SERVED_CAPABILITIES } from '../src/routes/capabilities.js';
+import { buildApp, buildHost } from '../src/app.js';
+import { HOST_FEATURES } from '../src/features/index.js';
+import { CAPABILITY_PATHS, servedCapabilities } from '../src/routes/capabilities.js';
 import { TEST_TOKEN, tempHermesHome, testConfig } from './support/config.js';
 
 let app: FastifyInstance;
@@ -26,7 +27,16 @@ describe('GET /api/plugins/conduit_push/capabilities', () => {
     expect(response.status).toBe(200);
     expect(data).toMatchObject({ ok: true, version: '0.1.0', loaded_version: '0.1.0', restart_needed: false });
     expect(data?.boot_id).toMatch(/^[0-9a-f-]{36}$/);
-    expect(data?.capabilities).toEqual([...SERVED_CAPABILITIES]);
+    expect(data?.capabilities).toEqual([
+      'gemini-live',
+      'web-search',
+      'memory',
+      'personality',
+      'e2e-notifications',
+      'cron-notifications',
+      'reply-sources',
+      'approval-answers',
+    ]);
   });
 
   it('says restart_needed when the code on disk is newer than the code loaded, with the same boot_id', async () => {
@@ -40,9 +50,22 @@ describe('GET /api/plugins/conduit_push/capabilities', () => {
   });
 });
 
+describe('capabilities are derived from the registered features', () => {
+  it('lists a feature family whether or not its provider is configured, and only features registered', async () => {
+    // No keys, no web search backend, no memory in this home: the families are still listed.
+    const without = await buildHost(testConfig(home.root), { features: [] });
+    try {
+      const response = await without.app.inject({ method: 'GET', url: '/api/plugins/conduit_push/capabilities' });
+      expect(response.json<{ capabilities: string[] }>().capabilities).toEqual(Object.keys(CAPABILITY_PATHS));
+    } finally {
+      await without.app.close();
+    }
+  });
+});
+
 describe('every listed capability is served', () => {
   it('answers on its route family (authenticated), never 404', async () => {
-    for (const [capability, route] of Object.entries(CAPABILITY_PATHS)) {
+    for (const { name: capability, ...route } of servedCapabilities(HOST_FEATURES)) {
       const response = await fetch(baseUrl + route.path, {
         method: route.method,
         headers: { authorization: `Bearer ${TEST_TOKEN}`, 'content-type': 'application/json' },

@@ -12,12 +12,18 @@ import { getE2e, postE2e } from './e2e.js';
 
 import { respondApproval } from './approvals.js';
 import { getMetrics } from './metrics.js';
+import { getGeminiLiveStatus, postGeminiLiveToken } from './gemini-live.js';
+import { getWebSearchStatus, postWebSearch } from './web-search.js';
+import { getMemoryContext, postMemoryRecall } from './memory.js';
+import { getPersonality } from './personality.js';
 
 export { getCapabilities, capabilitiesResponse };
 export { respondApproval };
 export { getCronNotifications, putCronNotifications, getReplySources, putReplySources };
 export { postPair, getE2e, postE2e };
 export { getMetrics };
+export { getGeminiLiveStatus, postGeminiLiveToken, getWebSearchStatus, postWebSearch };
+export { getMemoryContext, postMemoryRecall, getPersonality };
 
 /** The host service's plugin routes, served where the Conduit app expects the Hermes dashboard. */
 export const dashboardSurface = {
@@ -36,5 +42,12 @@ export const dashboardSurface = {
     postE2e,
     respondApproval,
     getMetrics,
+    getGeminiLiveStatus,
+    postGeminiLiveToken,
+    getWebSearchStatus,
+    postWebSearch,
+    getMemoryContext,
+    postMemoryRecall,
+    getPersonality,
   },
 } satisfies Surface;

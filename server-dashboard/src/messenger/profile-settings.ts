@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { isProfileName } from '@conduit/contracts/dashboard/profile';
+import { parseDotenv } from '../kernel/profile-files.js';
 import type { ProfileExtra } from './config.js';
 
 export function profileHome(env: NodeJS.ProcessEnv, profile: string | null): string {
@@ -17,24 +18,8 @@ export function profileHome(env: NodeJS.ProcessEnv, profile: string | null): str
   return path.join(root, 'profiles', profile);
 }
 
-/** Parses KEY=VALUE lines (optional `export`, quotes, # comments). */
-export function parseDotenv(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const raw of text.split(/\r?\n/)) {
-    const line = raw.trim();
-    if (line === '' || line.startsWith('#')) continue;
-    const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line);
-    if (m === null) continue;
-    let value = m[2] ?? '';
-    if ((value.startsWith('"') && value.endsWith('"')) || (value.startsWith("'") && value.endsWith("'"))) {
-      value = value.slice(1, -1);
-    } else {
-      value = value.replace(/\s+#.*$/, '');
-    }
-    out[m[1] ?? ''] = value;
-  }
-  return out;
-}
+/** One `.env` reader for the whole service (kernel/profile-files.ts). */
+export { parseDotenv };
 
 export function loadProfileSettings(
   env: NodeJS.ProcessEnv,

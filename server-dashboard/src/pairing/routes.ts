@@ -1,7 +1,7 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { postE2e, getE2e } from '@conduit/contracts/dashboard/e2e';
 import { postPair } from '@conduit/contracts/dashboard/pair';
-import { bindRoute, WireError } from '@conduit/contracts/server';
+import { bindRoute } from '@conduit/contracts/server';
 import { relayUrlOf, type CredentialFile } from '../credentials/credential-file.js';
 import { CorruptCredentialsError, readCredentials } from '../credentials/credential-store.js';
 import { LockTimeoutError } from '../credentials/file-lock.js';
@@ -10,7 +10,8 @@ import { cleanGatewayName, pairProfile, PairingInputError } from './pairing.js';
 import { announcePlugin, type PluginIdentity } from './plugin-hello.js';
 import { RelayRejected, RelayUnreachable, type RelayApi } from './relay-api.js';
 import { RelayUrlError } from './relay-url.js';
-import { limiterKey, SlidingWindowLimit } from './rate-window.js';
+import { limiterKey, SlidingWindowLimit } from '../kernel/rate-window.js';
+import { answerWithDetail, DetailError, readJsonBody } from '../kernel/detail-errors.js';
 
 /**
  * POST /pair and GET/POST /e2e of /api/plugins/conduit_push (ROUTES.md, seed "Pairing from Conduit").
@@ -51,28 +52,6 @@ export class ProfileUnavailable extends Error {
 const BODY_LIMIT_BYTES = 4096;
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
-class DetailError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** FastAPI's `_read_json_body`: empty → {}, invalid JSON → 400. (Size is capped by the parser below.) */
-function readJsonBody(raw: unknown): unknown {
-  if (raw === undefined || raw === null) return {};
-  const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : typeof raw === 'string' ? raw : null;
-  if (text === null) return raw;
-  if (text.trim() === '') return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new DetailError(400, 'Request body is not JSON');
-  }
-}
-
 function asObject(value: unknown): Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }
@@ -99,43 +78,21 @@ export function registerPairingRoutes(app: FastifyInstance, deps: PairingRouteDe
   }
 
   void app.register(async (scope) => {
-    // Our own body reading: any content type, 4 KiB at most, parsed in the handler (empty means {}).
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: BODY_LIMIT_BYTES }, (_request, body, done) =>
-      done(null, body),
-    );
-    scope.setErrorHandler((error: FastifyError, request, reply: FastifyReply) => {
-      if (error instanceof DetailError)
-        return reply.status(error.status).headers(NO_STORE).send({ detail: error.message });
-      if (error instanceof WireError) {
-        // bindRoute's own checks (a malformed ?profile=) answer in the dashboard's error shape too.
-        const detail = typeof error.extra.detail === 'string' ? error.extra.detail : error.code;
-        return reply.status(error.status).headers(NO_STORE).send({ detail });
-      }
-      if (error instanceof CorruptCredentialsError) {
-        return reply
-          .status(409)
-          .headers(NO_STORE)
-          .send({ detail: "This profile's conduit-push.json is unreadable; fix or move it away" });
-      }
-      if (error instanceof LockTimeoutError) {
-        return reply
-          .status(503)
-          .headers(NO_STORE)
-          .send({ detail: 'Another conduit process is writing this profile; try again' });
-      }
-      if (error.statusCode === 413 || error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-        return reply.status(413).headers(NO_STORE).send({ detail: 'Request body is too large' });
-      }
-      if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
-        return reply.status(400).headers(NO_STORE).send({ detail: 'Request body is not readable' });
-      }
-      return reply
-        .status(500)
-        .headers(NO_STORE)
-        .send({
-          detail: `Conduit ${request.url.includes('/e2e') ? 'e2e' : 'pair'} failed on the host (${error.name})`,
-        });
+    // Our own body reading (any content type, 4 KiB at most, parsed in the handler) and the
+    // dashboard's `{"detail"}` errors, with the two failures only these routes meet.
+    answerWithDetail(scope, {
+      bodyLimitBytes: BODY_LIMIT_BYTES,
+      known: (error) => {
+        if (error instanceof CorruptCredentialsError) {
+          return new DetailError(409, "This profile's conduit-push.json is unreadable; fix or move it away");
+        }
+        if (error instanceof LockTimeoutError) {
+          return new DetailError(503, 'Another conduit process is writing this profile; try again');
+        }
+        return undefined;
+      },
+      failure: (request, type) =>
+        `Conduit ${request.url.includes('/e2e') ? 'e2e' : 'pair'} failed on the host (${type})`,
     });
 
     bindRoute(scope, postPair, async ({ query, body: raw }) => {

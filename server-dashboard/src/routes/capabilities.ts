@@ -3,9 +3,10 @@ import type { FastifyInstance } from 'fastify';
 import { getCapabilities } from '@conduit/contracts/dashboard/capabilities';
 import { bindRoute } from '@conduit/contracts/server';
 import type { HostConfig } from '../config.js';
+import type { FeatureCapability, HostFeature } from '../kernel/feature.js';
 
 /**
- * The capabilities this service serves, in a stable order, each with the path its route family
+ * The capabilities of the service's core (not yet features), each with the path its route family
  * answers on (a test checks every one is really served). Only what works here is listed, so the
  * Conduit app never offers a screen this host cannot back.
  */
@@ -16,10 +17,19 @@ export const CAPABILITY_PATHS = {
   'approval-answers': { method: 'POST', path: '/api/plugins/conduit_push/approvals/respond' },
 } as const;
 
-export const SERVED_CAPABILITIES: readonly string[] = Object.keys(CAPABILITY_PATHS);
+/**
+ * Everything the service serves, in a stable order: the registered features' families first (in the
+ * reference's order: gemini-live, web-search, memory, personality, …), then the core's. A feature is
+ * listed whether or not its provider is configured; its status route says whether it is available.
+ */
+export function servedCapabilities(features: readonly HostFeature[]): FeatureCapability[] {
+  const core = Object.entries(CAPABILITY_PATHS).map(([name, route]) => ({ name, ...route }));
+  return [...features.flatMap((feature) => feature.capabilities), ...core];
+}
 
-export function capabilityRoutes(app: FastifyInstance, config: HostConfig): void {
+export function capabilityRoutes(app: FastifyInstance, config: HostConfig, features: readonly HostFeature[]): void {
   const bootId = randomUUID();
+  const served = servedCapabilities(features).map((capability) => capability.name);
   bindRoute(app, getCapabilities, () => {
     const version = config.readDiskVersion();
     return {
@@ -30,7 +40,7 @@ export function capabilityRoutes(app: FastifyInstance, config: HostConfig): void
         loaded_version: config.loadedVersion,
         restart_needed: version !== null && version !== config.loadedVersion,
         boot_id: bootId,
-        capabilities: [...SERVED_CAPABILITIES],
+        capabilities: [...served],
       },
     };
   });

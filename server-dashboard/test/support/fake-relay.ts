@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { LoopbackDouble } from './loopback-server.js';
 
 /**
  * A small relay for host tests, speaking spec/relay/API.md's gateway wire: POST /v1/events (202
@@ -22,7 +22,7 @@ interface Decision {
   deliverable: boolean;
 }
 
-export class FakeRelay {
+export class FakeRelay extends LoopbackDouble {
   readonly events: RecordedEvent[] = [];
   readonly decisions = new Map<string, Decision>();
   readonly released: string[] = [];
@@ -39,20 +39,6 @@ export class FakeRelay {
    */
   maxActiveDecisions = Infinity;
   private readonly seen = new Set<string>();
-  private server: http.Server | null = null;
-  url = '';
-
-  async start(): Promise<string> {
-    this.server = http.createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this.url;
-  }
-
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
-  }
 
   /** Answers a parked decision as the phone does (per qid for a batch). */
   answer(requestId: string, answers: Record<string, string> | string): void {
@@ -77,7 +63,7 @@ export class FakeRelay {
     res.end(body === undefined ? '' : JSON.stringify(body));
   }
 
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse) {
+  protected async handle(req: http.IncomingMessage, res: http.ServerResponse) {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const url = new URL(req.url ?? '/', 'http://x');

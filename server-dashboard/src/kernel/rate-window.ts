@@ -37,3 +37,8 @@ export function limiterKey(profile: string | undefined): string {
   const key = (profile ?? '').trim().toLowerCase();
   return key === 'current' ? '' : key;
 }
+
+/** A per-minute limit on the service's clock: the reference's limiters all count per 60 s. */
+export function perMinute(max: number, clock: { now(): number }): SlidingWindowLimit {
+  return new SlidingWindowLimit(max, 60_000, () => clock.now());
+}

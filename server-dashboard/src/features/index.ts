@@ -1,0 +1,16 @@
+import type { HostFeature } from '../kernel/feature.js';
+import { geminiLiveFeature } from './gemini-live/index.js';
+import { memoryFeature } from './memory/index.js';
+import { personalityFeature } from './personality/index.js';
+import { webSearchFeature } from './web-search/index.js';
+
+/**
+ * The features this service registers, in the order their capabilities are listed (the reference's
+ * order). A new feature is a folder beside these and one line here.
+ */
+export const HOST_FEATURES: readonly HostFeature[] = [
+  geminiLiveFeature,
+  webSearchFeature,
+  memoryFeature,
+  personalityFeature,
+];

@@ -1,0 +1,52 @@
+import type { FastifyInstance } from 'fastify';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { Timers } from './timers.js';
+
+/**
+ * A route family a feature serves, named as the Conduit app reads it in `GET /capabilities`, with
+ * one path it answers on (a test calls each to prove the family is really served).
+ */
+export interface FeatureCapability {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+}
+
+/**
+ * Provider origins a test points at its local stand-ins. Production never sets them: each feature
+ * then talks to the provider's public address.
+ */
+export interface UpstreamOrigins {
+  /** Google's Generative Language API (`https://generativelanguage.googleapis.com`). */
+  google?: string;
+  /** Tavily's search API (`https://api.tavily.com`). */
+  tavily?: string;
+  /** Firecrawl's hosted API (`https://api.firecrawl.dev`); FIRECRAWL_API_URL still wins, as in Hermes. */
+  firecrawl?: string;
+}
+
+/** What the kernel hands every feature: shared services, never another feature. */
+export interface FeatureKernel {
+  /** The Hermes root home; profiles live under `profiles/<name>`. */
+  hermesHome: string;
+  clock: Clock;
+  timers: Timers;
+  log: Logger;
+  /** The service's own environment, the default profile's fallback for keys (kernel/profile-files.ts). */
+  serviceEnv: Readonly<Record<string, string | undefined>>;
+  upstreams: UpstreamOrigins;
+}
+
+/**
+ * A feature of the host service (ARCHITECTURE.md, "The host service grows by features"): a folder
+ * `src/features/<name>/` that owns its routes and state, registered by app.ts as an encapsulated
+ * Fastify plugin inside the authenticated scope. `GET /capabilities` lists the capabilities of the
+ * features that are registered, whether or not a provider is configured: each family's status route
+ * says whether it is available.
+ */
+export interface HostFeature {
+  name: string;
+  capabilities: readonly FeatureCapability[];
+  register(scope: FastifyInstance, kernel: FeatureKernel): Promise<void> | void;
+}
