@@ -8,6 +8,7 @@ import type { HostFeature } from '../../kernel/feature.js';
 import { profileForRoute } from '../../kernel/profile-files.js';
 import { limiterKey, perMinute } from '../../kernel/rate-window.js';
 import { clipBlock } from '../../kernel/voice-text.js';
+import { scannedSoul } from './soul-scan.js';
 
 /** The bounds of this feature (ROUTES.md, Personality). */
 const BOUNDS = {
@@ -31,7 +32,10 @@ async function readSoul(home: string): Promise<string> {
   }
 }
 
-/** Personality (`personality`): the profile's SOUL.md, so a voice mode keeps the agent's character. */
+/**
+ * Personality (`personality`): the profile's SOUL.md as Hermes loads it (trimmed, then its injection
+ * scan), so a voice mode keeps the agent's character.
+ */
 export const personalityFeature: HostFeature = {
   name: 'personality',
   capabilities: [{ name: 'personality', method: 'GET', path: getPersonality.path }],
@@ -59,7 +63,7 @@ export const personalityFeature: HostFeature = {
         if (error instanceof PersonalityTimedOut) throw new DetailError(504, 'Personality timed out');
         throw error;
       }
-      const text = clipBlock(soul, BOUNDS.textMaxChars);
+      const text = soul ? clipBlock(scannedSoul(soul), BOUNDS.textMaxChars) : '';
       return {
         status: 200,
         body: { ok: true, available: text !== '', text },
