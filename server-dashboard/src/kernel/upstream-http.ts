@@ -22,6 +22,40 @@ export interface UpstreamAnswer {
   text: string;
 }
 
+/** The upstream's answer was larger than the caller reads: treated as an unreadable answer. */
+export class UpstreamTooLarge extends Error {
+  constructor() {
+    super('upstream answer too large');
+    this.name = 'UpstreamTooLarge';
+  }
+}
+
+/**
+ * The largest answer read from a provider. Token and search answers are a few KiB; a larger one is
+ * not the documented answer, and reading it whole would let a broken upstream fill the memory.
+ */
+const ANSWER_MAX_BYTES = 2 * 1024 * 1024;
+
+async function readBounded(response: Response): Promise<string> {
+  const declared = Number(response.headers.get('content-length') ?? '0');
+  if (declared > ANSWER_MAX_BYTES) throw new UpstreamTooLarge();
+  const reader = response.body?.getReader();
+  if (!reader) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > ANSWER_MAX_BYTES) {
+      await reader.cancel();
+      throw new UpstreamTooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 export interface UpstreamRequest {
   method: 'GET' | 'POST';
   headers?: Record<string, string>;
@@ -55,8 +89,9 @@ export async function upstreamExchange(url: string, request: UpstreamRequest, ti
       },
       ...(request.json !== undefined ? { body: JSON.stringify(request.json) } : {}),
     });
-    return { status: response.status, text: await response.text() };
-  } catch {
+    return { status: response.status, text: await readBounded(response) };
+  } catch (error) {
+    if (error instanceof UpstreamTooLarge) throw error;
     throw timedOut ? new UpstreamTimeout() : new UpstreamUnreachable();
   } finally {
     cancel();

@@ -167,6 +167,26 @@ describe('POST /gemini-live/token', () => {
     }
   });
 
+  it("answers Google's own expiry times when its token carries them", async () => {
+    google.answer = () => ({
+      status: 200,
+      body: {
+        name: 'auth_tokens/abc',
+        expireTime: '2026-12-02T11:30:00.123Z',
+        newSessionExpireTime: '2026-12-02T11:01:00Z',
+      },
+    });
+    try {
+      expect((await call('POST', '/gemini-live/token')).body).toMatchObject({
+        token: 'auth_tokens/abc',
+        expires_at: '2026-12-02T11:30:00.123Z',
+        new_session_expires_at: '2026-12-02T11:01:00Z',
+      });
+    } finally {
+      google.answer = googleAuthTokens(DEFAULT_KEY, WORK_KEY);
+    }
+  });
+
   it('says when Google answered without a token or unreadably', async () => {
     try {
       google.answer = () => ({ status: 200, body: { uses: 1 } });
@@ -174,6 +194,11 @@ describe('POST /gemini-live/token', () => {
         detail: "Google's token response had no token",
       });
       google.answer = () => ({ status: 200, body: '<html>captive portal</html>' });
+      expect((await call('POST', '/gemini-live/token')).body).toEqual({
+        detail: 'Google returned an unreadable token response',
+      });
+      // An answer far larger than any token is not read whole.
+      google.answer = () => ({ status: 200, body: JSON.stringify({ name: 'x'.repeat(3 * 1024 * 1024) }) });
       expect((await call('POST', '/gemini-live/token')).body).toEqual({
         detail: 'Google returned an unreadable token response',
       });

@@ -71,6 +71,9 @@ beforeAll(async () => {
   profile('both', `TAVILY_API_KEY=${TAVILY_KEY}\nSEARXNG_URL=${searxng.url}\n`, 'web:\n  search_backend: searxng\n');
   profile('nokey', '', 'web:\n  backend: tavily\n');
   profile('exa', 'EXA_API_KEY=exa-key\n', 'web:\n  backend: exa\n');
+  profile('sxauth', `SEARXNG_URL=${searxng.url.replace('http://', 'http://ada:s%40cret@')}\n`);
+  // A self-hosted Firecrawl needs no key (FIRECRAWL_API_URL alone selects it).
+  profile('fcself', `FIRECRAWL_API_URL=${firecrawl.url}\n`);
   host = await startHost(
     testConfig(home.root, { clock, timers, log, upstreams: { tavily: tavily.url, firecrawl: firecrawl.url } }),
   );
@@ -147,6 +150,32 @@ describe('POST /web-search', () => {
       'https://example.org/news',
       'http://example.org/3',
     ]);
+  });
+
+  it('sends credentials of SEARXNG_URL as Basic auth, never in the URL', async () => {
+    const sent = searxng.nextCall();
+    expect((await call('POST', '/web-search?profile=sxauth', { query: 'private instance' })).status).toBe(200);
+    const upstream = await sent;
+    expect(upstream.headers.authorization).toBe(`Basic ${Buffer.from('ada:s@cret').toString('base64')}`);
+    expect(upstream.url).not.toContain('ada');
+  });
+
+  it('reaches a self-hosted Firecrawl at FIRECRAWL_API_URL without a key', async () => {
+    firecrawl.answer = (upstream) =>
+      upstream.headers.authorization === undefined
+        ? {
+            status: 200,
+            body: { success: true, data: [{ url: 'https://self.example/', title: 'Self', description: 'v1 shape' }] },
+          }
+        : { status: 401, body: { success: false, error: 'unexpected key' } };
+    try {
+      expect(await call('POST', '/web-search?profile=fcself', { query: 'q' })).toEqual({
+        status: 200,
+        body: { ok: true, query: 'q', results: [{ title: 'Self', url: 'https://self.example/', snippet: 'v1 shape' }] },
+      });
+    } finally {
+      firecrawl.answer = firecrawlSearch(FIRECRAWL_KEY, HITS);
+    }
   });
 
   it('treats a limit below 1 as 1 and anything but an integer as 3', async () => {

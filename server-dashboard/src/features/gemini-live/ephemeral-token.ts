@@ -1,7 +1,13 @@
 import { z } from 'zod';
 import { DetailError } from '../../kernel/detail-errors.js';
 import type { Timers } from '../../kernel/timers.js';
-import { parseJsonText, upstreamExchange, UpstreamTimeout, UpstreamUnreachable } from '../../kernel/upstream-http.js';
+import {
+  parseJsonText,
+  upstreamExchange,
+  UpstreamTimeout,
+  UpstreamTooLarge,
+  UpstreamUnreachable,
+} from '../../kernel/upstream-http.js';
 import type { GeminiApiVersion } from './gemini-settings.js';
 
 export const GOOGLE_ORIGIN = 'https://generativelanguage.googleapis.com';
@@ -80,6 +86,7 @@ export async function mintEphemeralToken(request: MintRequest, timers: Timers): 
     if (error instanceof UpstreamTimeout || error instanceof UpstreamUnreachable) {
       throw new DetailError(502, 'Could not reach Google');
     }
+    if (error instanceof UpstreamTooLarge) throw new DetailError(502, 'Google returned an unreadable token response');
     throw error;
   }
   const body = parseJsonText(answer.text);

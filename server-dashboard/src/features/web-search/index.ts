@@ -6,7 +6,7 @@ import { answerWithDetail, DetailError, readJsonBody } from '../../kernel/detail
 import type { HostFeature } from '../../kernel/feature.js';
 import { profileForRoute, readProfileFiles } from '../../kernel/profile-files.js';
 import { limiterKey, perMinute } from '../../kernel/rate-window.js';
-import { UpstreamTimeout } from '../../kernel/upstream-http.js';
+import { UpstreamTimeout, UpstreamTooLarge } from '../../kernel/upstream-http.js';
 import { clipLine, voiceQuery } from '../../kernel/voice-text.js';
 import { chooseSearchBackend, isRunnable } from './backend-selection.js';
 import {
@@ -159,7 +159,7 @@ export const webSearchFeature: HostFeature = {
           kernel.log.warn('web search backend not configured', fields);
           throw new DetailError(502, passableMessage(error.message));
         }
-        if (error instanceof BackendUnreadable) {
+        if (error instanceof BackendUnreadable || error instanceof UpstreamTooLarge) {
           kernel.log.warn('web search backend answered unreadably', fields);
           throw new DetailError(502, 'The web search backend returned an unreadable response');
         }
