@@ -1,6 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboardClient } from '@conduit/sdk/dashboard';
+import { getGeminiLiveStatus, postGeminiLiveToken } from '@conduit/contracts/dashboard/gemini-live';
+import { getMemoryContext, postMemoryRecall } from '@conduit/contracts/dashboard/memory';
+import { getPersonality } from '@conduit/contracts/dashboard/personality';
+import { getWebSearchStatus, postWebSearch } from '@conduit/contracts/dashboard/web-search';
 import { buildApp, buildHost } from '../src/app.js';
 import { HOST_FEATURES } from '../src/features/index.js';
 import { CAPABILITY_PATHS, servedCapabilities } from '../src/routes/capabilities.js';
@@ -51,14 +55,39 @@ describe('GET /api/plugins/conduit_push/capabilities', () => {
 });
 
 describe('capabilities are derived from the registered features', () => {
-  it('lists a feature family whether or not its provider is configured, and only features registered', async () => {
-    // No keys, no web search backend, no memory in this home: the families are still listed.
+  it('lists only the features registered (the app above lists all four with no provider configured)', async () => {
     const without = await buildHost(testConfig(home.root), { features: [] });
     try {
       const response = await without.app.inject({ method: 'GET', url: '/api/plugins/conduit_push/capabilities' });
       expect(response.json<{ capabilities: string[] }>().capabilities).toEqual(Object.keys(CAPABILITY_PATHS));
     } finally {
       await without.app.close();
+    }
+  });
+});
+
+describe('feature routes are behind the caller check', () => {
+  it('answers 401 to every Live Voice route without credentials, before any work', async () => {
+    const routes = [
+      getGeminiLiveStatus,
+      postGeminiLiveToken,
+      getWebSearchStatus,
+      postWebSearch,
+      getMemoryContext,
+      postMemoryRecall,
+      getPersonality,
+    ];
+    for (const route of routes) {
+      const response = await fetch(baseUrl + route.path, {
+        method: route.method,
+        headers: { 'content-type': 'application/json' },
+        ...(route.method === 'POST' ? { body: '{"query":"q"}' } : {}),
+      });
+      expect([route.path, response.status, await response.json()]).toEqual([
+        route.path,
+        401,
+        { error: 'unauthorized' },
+      ]);
     }
   });
 });
