@@ -75,10 +75,13 @@ function answerOf<T>(answer: UpstreamAnswer, schema: z.ZodType<T>): T {
 async function searchSearxng(query: string, limit: number, context: SearchContext): Promise<RawSearchHit[]> {
   const base = context.files.env('SEARXNG_URL');
   if (!base) throw new BackendConfigurationError('SEARXNG_URL is not set');
-  let url: URL;
+  let url: URL | null = null;
   try {
     url = new URL(base.replace(/\/+$/, '') + '/search');
   } catch {
+    url = null;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
     throw new BackendConfigurationError('SEARXNG_URL is not set to an http(s) URL');
   }
   const headers: Record<string, string> = {};
