@@ -1,159 +1,73 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import os from 'node:os';
+/**
+ * server-dashboard/Dockerfile without a Docker engine (none runs here or in CI): every stage is
+ * replayed in a folder by contracts/src/dockerfile-replay.ts — each COPY (from the context and `--from`
+ * a stage), each `npm ci` checked offline with --dry-run against the packages the lockfile gives those
+ * flags and laid out from them, the build steps run (the SDK's bundle among them) — and the service
+ * then starts from the final stage's folder alone, on a temporary folder standing for the /hermes
+ * volume. What this cannot show (the base image, apt-get, native builds in the image) is in DOCKER.md.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as docker from '@conduit/contracts/dockerfile-replay';
 import { freePort } from '@conduit/contracts/testing';
 
-/**
- * No Docker engine runs here, so this test follows the Dockerfile step by step in a clean folder:
- * every COPY is performed from the repository, the build step (`RUN npm run build -w …`) compiles the copied
- * sources, ENV is collected, and the CMD (plain node on the compiled entry) is started with the
- * mounted home and must serve. The one substitution, plainly: `RUN npm ci -w @conduit/server-dashboard`
- * is checked for its form and then stood in for by links to the packages CI's own `npm ci` installed
- * from the same lockfile (a real install would download them all again); the workspace packages
- * themselves (@conduit/*) are linked to the copied folders, so the service runs from the copied
- * sources only and a missing COPY fails the test.
- */
-const REPO = path.resolve(import.meta.dirname, '../..');
-const DOCKERFILE = path.join(REPO, 'server-dashboard/Dockerfile');
-const clean = mkdtempSync(path.join(os.tmpdir(), 'conduit-docker-'));
-const mount = mkdtempSync(path.join(os.tmpdir(), 'conduit-hermes-mount-'));
-afterAll(() => {
-  if (!process.env.KEEP_DOCKER_TEST) rmSync(clean, { recursive: true, force: true });
-  rmSync(mount, { recursive: true, force: true });
-});
+let replay: docker.ReplayedImage;
+beforeAll(
+  () => void (replay = docker.replayImage(path.resolve(import.meta.dirname, '../..'), 'server-dashboard/Dockerfile')),
+  600_000,
+);
+afterAll(() => replay?.remove());
 
-interface Step {
-  op: string;
-  args: string;
-}
-
-function steps(text: string): Step[] {
-  return text
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line && !line.startsWith('#'))
-    .map((line) => {
-      const [op = '', ...rest] = line.split(/\s+/);
-      return { op: op.toUpperCase(), args: rest.join(' ') };
-    });
-}
-
-function installStandIn(app: string): void {
-  const modules = path.join(app, 'node_modules');
-  mkdirSync(path.join(modules, '@conduit'), { recursive: true });
-  for (const name of readdirSync(path.join(REPO, 'node_modules'))) {
-    if (name === '@conduit' || name === '.bin' || name.startsWith('.')) continue;
-    symlinkSync(path.join(REPO, 'node_modules', name), path.join(modules, name));
-  }
-  mkdirSync(path.join(modules, '.bin'));
-  // The build step's compiler.
-  symlinkSync(path.join(REPO, 'node_modules/typescript/bin/tsc'), path.join(modules, '.bin/tsc'));
-  // npm nests a workspace's own versions under <workspace>/node_modules when they differ from the root's.
-  for (const workspace of ['contracts', 'generated', 'server-dashboard']) {
-    const nested = path.join(REPO, workspace, 'node_modules');
-    if (!existsSync(nested)) continue;
-    for (const name of readdirSync(nested)) {
-      if (name.startsWith('.')) continue;
-      mkdirSync(path.join(app, workspace, 'node_modules'), { recursive: true });
-      symlinkSync(path.join(nested, name), path.join(app, workspace, 'node_modules', name));
-    }
-  }
-  for (const [pkg, dir] of [
-    ['contracts', 'contracts'],
-    ['generated', 'generated'],
-    ['server-dashboard', 'server-dashboard'],
-  ]) {
-    symlinkSync(path.join(app, dir!), path.join(modules, '@conduit', pkg!));
-  }
-}
-
-describe('server-dashboard/Dockerfile', () => {
-  it('its steps, run in a clean folder, produce a service that starts on the mounted Hermes home', async () => {
-    let workdir = '/';
-    const env: Record<string, string> = {};
-    let cmd: string[] = [];
-    let installed = false;
-    let built = false;
-    for (const step of steps(readFileSync(DOCKERFILE, 'utf8'))) {
-      const app = path.join(clean, workdir);
-      if (step.op === 'FROM') expect(step.args).toMatch(/^node:20\b/);
-      else if (step.op === 'WORKDIR') workdir = step.args;
-      else if (step.op === 'COPY') {
-        const parts = step.args.split(/\s+/);
-        const dest = parts.pop()!;
-        for (const source of parts) {
-          const from = path.join(REPO, source);
-          expect(existsSync(from), `COPY source ${source}`).toBe(true);
-          const to = dest.endsWith('/') ? path.join(app, dest, path.basename(source)) : path.join(app, dest);
-          cpSync(from, dest === './' ? path.join(app, path.basename(source)) : to, { recursive: true });
-        }
-      } else if (step.op === 'RUN' && step.args.startsWith('npm run build ')) {
-        expect(installed).toBe(true);
-        const result = spawnSync('sh', ['-c', step.args], { cwd: app, encoding: 'utf8' });
-        expect(result.status, result.stdout + result.stderr).toBe(0);
-        built = true;
-      } else if (step.op === 'RUN') {
-        expect(step.args).toMatch(/^npm ci\b.*-w @conduit\/server-dashboard/);
-        expect(existsSync(path.join(app, 'package-lock.json'))).toBe(true);
-        installStandIn(app);
-        installed = true;
-      } else if (step.op === 'ENV') {
-        const [name, value] = step.args.split('=');
-        env[name!] = value!;
-      } else if (step.op === 'CMD') cmd = JSON.parse(step.args) as string[];
-      else expect(['VOLUME', 'EXPOSE', 'USER']).toContain(step.op);
-    }
-    expect(installed).toBe(true);
-    expect(built).toBe(true);
-    expect(cmd).toEqual(['node', 'server-dashboard/dist/main.js']);
-    expect(env.HERMES_HOME).toBe('/hermes');
+describe('server-dashboard/Dockerfile, replayed stage by stage', () => {
+  it("the final stage's files alone start the service on the mounted home; the health check and conduit work", async () => {
+    const hermes = docker.hostPath(replay.image, '/hermes');
+    mkdirSync(hermes, { mode: 0o700 });
     const port = await freePort();
-    const app = path.join(clean, workdir);
-    const child = spawn(process.execPath, cmd.slice(1), {
-      cwd: app,
-      // The mount point /hermes is this test's temp folder; loopback instead of 0.0.0.0 on a shared machine.
-      env: {
-        ...process.env,
-        ...env,
-        // Plain node, as in the image: no source condition from the test runner's NODE_OPTIONS.
-        NODE_OPTIONS: '',
-        // Nothing from the outer environment may move the state off the mount or change the fronting mode.
-        CONDUIT_STATE_DIR: '',
-        CONDUIT_HOST_TOKEN: '',
-        HERMES_DASHBOARD_URL: '',
-        HERMES_HOME: mount,
-        CONDUIT_HOST_BIND: '127.0.0.1',
-        CONDUIT_HOST_PORT: String(port),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    try {
-      // The service answers as soon as it listens and writes runtime.json just after (it needs the bound
-      // port), then logs that it is listening: wait for both before looking at the mount.
-      let status = 0;
-      let ready = false;
-      for (let i = 0; i < 300 && !(status === 200 && ready); i++) {
-        if (child.exitCode !== null) throw new Error(`the service exited: ${output}`);
-        status = await fetch(`http://127.0.0.1:${port}/api/plugins/conduit_push/capabilities`)
-          .then((r) => r.status)
-          .catch(() => 0);
-        ready = output.includes('host service listening');
-        if (!(status === 200 && ready)) await new Promise((resolve) => setTimeout(resolve, 100));
+    const env = { HERMES_HOME: hermes, CONDUIT_HOST_BIND: '127.0.0.1', CONDUIT_HOST_PORT: String(port) };
+    const ready = async (url: string): Promise<boolean> =>
+      (await fetch(`${url}/api/plugins/conduit_push/capabilities`)).ok;
+    const health = await docker.serveImage(replay.image, { env, port, ready }, async (host) => {
+      // The version it reports is read from the package.json beside dist/, which the image keeps.
+      const { version } = JSON.parse(readFileSync(docker.hostPath(replay.image, 'package.json'), 'utf8')) as {
+        version: string;
+      };
+      const capabilities = await fetch(`${host.url}/api/plugins/conduit_push/capabilities`);
+      expect(await capabilities.json()).toMatchObject({ ok: true, version, loaded_version: version });
+      // Its state lives on the volume: the hook runtime file and the standalone token.
+      for (const file of ['runtime.json', 'host-token']) {
+        expect(existsSync(path.join(hermes, 'conduit-host', file)), file).toBe(true);
       }
-      expect(status, output).toBe(200);
-      expect(ready, output).toBe(true);
-      // Its state lives on the mount: the hook runtime file and the standalone token.
-      expect(existsSync(path.join(mount, 'conduit-host', 'runtime.json'))).toBe(true);
-      expect(existsSync(path.join(mount, 'conduit-host', 'host-token'))).toBe(true);
-    } finally {
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('close', resolve));
-    }
-  }, 300_000);
+      // The conduit command and the hook bridge it loads from bin/ (no service for this state: silent, 0).
+      const hook = spawnSync(
+        process.execPath,
+        ['bin/conduit.mjs', 'hook', '--state', docker.hostPath(replay.image, '/tmp/none'), 'pre_llm_call'],
+        {
+          cwd: docker.hostPath(replay.image, '.'),
+          env: docker.imageEnv(replay.image, env),
+          input: '{}',
+          encoding: 'utf8',
+        },
+      );
+      expect([hook.status, hook.stdout, hook.stderr]).toEqual([0, '', '']);
+    });
+    expect(health).toEqual({ serving: 0, stopped: 1 });
+  });
+
+  it('keeps the rules of a server image; the SDK is bundled in the build stage and its bundler stays there', () => {
+    expect(docker.imageProblems(replay)).toEqual([]);
+    const [build, production] = ['build', 'production-dependencies'].map(
+      (name) => replay.stages.find((stage) => stage.name === name)?.installs[0]?.packages ?? [],
+    );
+    expect(build).toEqual(expect.arrayContaining([expect.stringMatching(/^rollup-plugin-dts /)]));
+    expect(production).not.toEqual(expect.arrayContaining([expect.stringMatching(/^rollup-plugin-dts /)]));
+    expect(production).toEqual(expect.arrayContaining([expect.stringMatching(/^better-sqlite3 /)]));
+    expect(existsSync(docker.hostPath(replay.image, '/app/generated/dist/relay.js'))).toBe(true);
+    expect(replay.image.workdir).toBe('/app/server-dashboard');
+    expect(replay.image.volumes).toEqual(['/hermes']);
+    expect(replay.image.env).toMatchObject({ HERMES_HOME: '/hermes', CONDUIT_HOST_PORT: '9119' });
+    // No bind address in the image: the service's own default, loopback.
+    expect(replay.image.env.CONDUIT_HOST_BIND).toBeUndefined();
+  });
 });
