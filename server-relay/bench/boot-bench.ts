@@ -21,14 +21,12 @@
  * other work it stands in for an idle one, since the server then waits for no other process's CPU.
  */
 import { spawn } from 'node:child_process';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '@conduit/contracts/testing';
-import { createDb, migrate } from '@conduit/prisma';
-import { normalizePreferences } from '../src/domain/preferences.js';
+import { seedPairedInstallations } from './paired-store.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const RUNS = Number(process.env.BENCH_BOOT_RUNS ?? 5);
@@ -38,7 +36,6 @@ const WITH_SOURCES = process.env.BENCH_BOOT_SOURCES !== '0';
 const REALTIME = process.env.BENCH_BOOT_REALTIME === '1';
 const TOPIC = 'com.example.bench';
 const CLOCK_TICKS_PER_S = 100; // USER_HZ on Linux
-const sha = (value: string) => createHash('sha256').update(value).digest('hex');
 
 interface Run {
   readyMs: number;
@@ -122,42 +119,6 @@ function portEnv(name: string, port: number): Record<string, string> {
   return { HERMES_REALTIME_PORT: String(port) };
 }
 
-/** `count` installations, each with one paired gateway, written before the relay starts. */
-async function seed(url: string, count: number): Promise<void> {
-  await migrate(url);
-  const db = createDb(url);
-  const preferences = JSON.stringify(normalizePreferences({}));
-  const now = new Date();
-  const secretHash = sha('bench-gateway-secret');
-  try {
-    for (let start = 0; start < count; start += 2000) {
-      const installations = [];
-      const gateways = [];
-      for (let i = start; i < Math.min(count, start + 2000); i += 1) {
-        const id = randomUUID();
-        installations.push({
-          id,
-          bundleId: TOPIC,
-          deviceToken: randomBytes(32).toString('hex'),
-          environment: 'production',
-          deviceSecretHash: sha(randomBytes(8).toString('hex')),
-          active: true,
-          preferences,
-          createdAt: now,
-          updatedAt: now,
-          pairedAt: now,
-          lastSeenAt: now,
-        });
-        gateways.push({ installationId: id, id: randomUUID(), name: 'bench', secretHash, createdAt: now });
-      }
-      await db.installation.createMany({ data: installations });
-      await db.gateway.createMany({ data: gateways });
-    }
-  } finally {
-    await db.$disconnect();
-  }
-}
-
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
 const range = (values: number[], digits: number) =>
   `${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)}`;
@@ -189,7 +150,7 @@ async function main(): Promise<void> {
   try {
     const seeded = path.join(scratch, 'seeded.sqlite');
     process.stdout.write(`seeding ${INSTALLATIONS.toLocaleString('en')} installations… `);
-    await seed(`file:${seeded}`, INSTALLATIONS);
+    await seedPairedInstallations(`file:${seeded}`, INSTALLATIONS, TOPIC);
     console.log('done');
     const hermesHome = path.join(scratch, 'hermes');
     mkdirSync(hermesHome, { recursive: true });

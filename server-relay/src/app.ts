@@ -22,8 +22,9 @@ import { installationRoutes } from './routes/installations.js';
 import { CORE_CAPABILITIES, metaRoutes } from './routes/meta.js';
 import { pairingRoutes } from './routes/pairings.js';
 import { ringRoutes } from './routes/rings.js';
-import { CachedStore } from './store/cached-store.js';
+import type { IndexInvalidation } from './store/credential-index.js';
 import { DeferredActivity } from './store/deferred-activity.js';
+import { IndexedStore } from './store/indexed-store.js';
 import { openPrismaStore, PrismaStore } from './store/prisma-store.js';
 import type { RelayStore } from './store/relay-store.js';
 import { UnpairedExpiry } from './store/unpaired-expiry.js';
@@ -37,6 +38,8 @@ export interface RelayDeps {
   random?: (size: number) => Buffer;
   log?: RelayLog;
   accessLog?: AccessLog;
+  /** How the credential index hears of other processes' writes (one process: none; issue 22 item 2). */
+  indexInvalidation?: IndexInvalidation;
 }
 
 const jsonLine =
@@ -90,8 +93,26 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
   const log = deps.log ?? defaultLog();
   const accessLog = deps.accessLog ?? jsonLine(process.stdout);
   const database = deps.store ?? (await openPrismaStore(config.databaseUrl));
-  const cache = new CachedStore(database);
-  const store: RelayStore = cache;
+  const indexed = new IndexedStore(database, undefined, deps.indexInvalidation);
+  const store: RelayStore = indexed;
+  let indexLoad: Promise<unknown> = Promise.resolve();
+  // In the background: the relay answers from the start, asking the database until the index is
+  // complete, so boot time does not grow with the store (README, credential index). An app that never
+  // listens (app.inject) answers from the database throughout.
+  const loadIndex = (load: () => Promise<{ installations: number; gateways: number } | null>) => {
+    const started = performance.now();
+    indexLoad = load().then(
+      (loaded) => {
+        if (loaded) {
+          log('info', 'credential index loaded', { ...loaded, ms: Math.round(performance.now() - started) });
+        }
+      },
+      (error: unknown) =>
+        log('error', 'credential index load failed, answering from the database', {
+          error: error instanceof Error ? error.message : String(error),
+        }),
+    );
+  };
   const metrics = new RelayMetrics();
   const apns = metrics.instrumentApns(deps.apns ?? createApnsSender(config.apns));
   const activity = new DeferredActivity(store, FIXED_LIMITS.deferredWriteDelayMs, (error) =>
@@ -202,16 +223,19 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
       config,
       store,
       db: database.db,
-      forgetInstallations: () => cache.forgetInstallations(),
+      forgetInstallations: () => loadIndex(() => indexed.forgetInstallations()),
       now,
     });
   }
   app.addHook('onClose', async () => {
+    await indexLoad;
     await unpaired.stop();
     await activity.flush();
     await apns.close();
     if (!deps.store) await database.close();
   });
+  // Once the port is open, so the first page never delays the first answer more than a page does.
+  app.addHook('onListen', async () => loadIndex(() => indexed.loadIndex()));
   await app.ready();
   unpaired.start();
   return app;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LAST_SEEN_ROWS_PER_STATEMENT } from '../src/store/last-seen-statements.js';
-import { CachedStore } from '../src/store/cached-store.js';
+import { IndexedStore } from '../src/store/indexed-store.js';
 import { openPrismaStore, type PrismaStore } from '../src/store/prisma-store.js';
 import { normalizePreferences } from '../src/domain/preferences.js';
 import type { GatewayRecord, InstallationRecord } from '../src/store/records.js';
@@ -115,22 +115,23 @@ describe.each(STORE_KINDS)('Prisma store on %s', (kind) => {
     expect(await store.findGateway(installationId, idle!.id)).toMatchObject({ lastEventAt: null });
   });
 
-  it('the cache keeps a flushed gateway with its new values and never brings back a revoked one', async () => {
-    const cached = new CachedStore(store);
-    const installationId = randomUUID();
+  it('the index keeps a flushed gateway with its new values and never brings back a revoked one', async () => {
+    const phone = installation(null);
+    await store.insertInstallation(phone);
+    const installationId = phone.id;
     const kept = gateway(installationId, Date.UTC(2026, 0, 1));
     const gone = gateway(installationId, Date.UTC(2026, 0, 1));
-    for (const g of [kept, gone]) {
-      await store.db.gateway.create({ data: row(g) });
-      expect(await cached.findGateway(installationId, g.id)).not.toBeNull();
-    }
+    for (const g of [kept, gone]) await store.db.gateway.create({ data: row(g) });
+    const cached = new IndexedStore(store);
+    await cached.loadIndex();
+    for (const g of [kept, gone]) expect(await cached.findGateway(installationId, g.id)).not.toBeNull();
     await cached.deleteGateway(installationId, gone.id);
     const at = Date.UTC(2026, 2, 3, 4, 5, 6, 789);
     await cached.recordGatewayActivities([
       { installationId, gatewayId: kept.id, activity: { lastEventAt: at, pluginVersion: '2.0.0' } },
       { installationId, gatewayId: gone.id, activity: { lastEventAt: at } },
     ]);
-    // Changed underneath the cache: a cached read must not see this, proving it came from the cache.
+    // Changed underneath the index: a read from the index must not see this, proving where it came from.
     await store.db.gateway.updateMany({ where: { installationId, id: kept.id }, data: { name: 'renamed' } });
     expect(await cached.findGateway(installationId, kept.id)).toMatchObject({
       name: 'gateway',
@@ -169,7 +170,8 @@ describe.each(STORE_KINDS)('Prisma store on %s', (kind) => {
   });
 
   it('the location push token round-trips: stored, replaced, cleared only while unchanged, absent stays null', async () => {
-    const cached = new CachedStore(store);
+    const cached = new IndexedStore(store);
+    await cached.loadIndex();
     const first = 'cd'.repeat(32);
     const second = 'ef'.repeat(40);
     const phone = installation(first);

@@ -7,7 +7,7 @@ import { createRelayClient } from '@conduit/sdk/relay';
 import { deviceToken, STORE_KINDS, testDatabase, TOPIC } from './support/harness.js';
 import { startRelayProcess, type RelayProcess } from './support/relay-process.js';
 import { openPrismaStore } from '../src/store/prisma-store.js';
-import { CachedStore } from '../src/store/cached-store.js';
+import { IndexedStore } from '../src/store/indexed-store.js';
 import type { InstallationRecord } from '../src/store/records.js';
 import type { RelayStore } from '../src/store/relay-store.js';
 import { normalizePreferences } from '../src/domain/preferences.js';
@@ -104,7 +104,7 @@ function installation(i: number): InstallationRecord {
 }
 
 describe.each(STORE_KINDS)('store admission on %s', (kind) => {
-  it('the bare store and the cached store each admit exactly the capacity under a race', async () => {
+  it('the bare store and the indexed store each admit exactly the capacity under a race', async () => {
     const db = await testDatabase(kind);
     const store = await openPrismaStore(db.url);
     try {
@@ -120,12 +120,12 @@ describe.each(STORE_KINDS)('store admission on %s', (kind) => {
       expect(bare.filter((r) => r.status === 'fulfilled')).toHaveLength(5);
       expect(await store.countInstallations()).toBe(5);
 
-      // The cached store starts from the 5 stored rows: capacity 8 leaves 3 slots.
-      const cached = new CachedStore(store);
-      const more = await race(cached, 8, 100);
+      // The indexed store starts from the 5 stored rows: capacity 8 leaves 3 slots.
+      const indexed = new IndexedStore(store);
+      const more = await race(indexed, 8, 100);
       expect(more.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
       expect(await store.countInstallations()).toBe(8);
-      expect(await cached.countInstallations()).toBe(8);
+      expect(await indexed.countInstallations()).toBe(8);
     } finally {
       await store.close();
       await db.release();

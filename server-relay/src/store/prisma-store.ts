@@ -195,7 +195,11 @@ export class PrismaStore implements RelayStore {
     await this.db.installation.updateMany({ where: { id }, data: { lastSeenAt: new Date(atMs) } });
   }
 
-  async expireUnpairedInstallations(cutoffMs: number, nowMs: number): Promise<string[]> {
+  async expireUnpairedInstallations(
+    cutoffMs: number,
+    nowMs: number,
+    onRemoved?: (ids: string[]) => void,
+  ): Promise<string[]> {
     const cutoff = new Date(cutoffMs);
     const now = new Date(nowMs);
     const expired = {
@@ -225,7 +229,11 @@ export class PrismaStore implements RelayStore {
       ]);
       const held = new Set([...hosts, ...liveCodes].map((row) => row.installationId));
       const eligible = ids.filter((id) => !held.has(id));
-      if (eligible.length > 0) removed.push(...(await this.removeExpired(eligible, expired, now)));
+      if (eligible.length > 0) {
+        const gone = await this.removeExpired(eligible, expired, now);
+        removed.push(...gone);
+        if (gone.length > 0) onRemoved?.(gone);
+      }
       await yieldToEventLoop();
     }
     return removed;
@@ -250,6 +258,33 @@ export class PrismaStore implements RelayStore {
       await tx.$executeRaw`UPDATE "StoreMeta" SET "value" = CAST(CAST("value" AS INTEGER) + ${gone.length} AS TEXT) WHERE "key" = ${EXPIRED_INSTALLATIONS_KEY}`;
       return gone;
     });
+  }
+
+  async pageInstallations(afterId: string | null, take: number): Promise<InstallationRecord[]> {
+    const rows = await this.db.installation.findMany({
+      where: afterId !== null ? { id: { gt: afterId } } : {},
+      orderBy: { id: 'asc' },
+      take,
+    });
+    return rows.map(toInstallation);
+  }
+
+  async pageGateways(after: { installationId: string; id: string } | null, take: number): Promise<GatewayRecord[]> {
+    // Keyset paging on the primary key: each page is one index range scan, however deep into the table.
+    const rows = await this.db.gateway.findMany({
+      where:
+        after !== null
+          ? {
+              OR: [
+                { installationId: { gt: after.installationId } },
+                { installationId: after.installationId, id: { gt: after.id } },
+              ],
+            }
+          : {},
+      orderBy: [{ installationId: 'asc' }, { id: 'asc' }],
+      take,
+    });
+    return rows.map(toGateway);
   }
 
   async listGateways(installationId: string): Promise<GatewayRecord[]> {

@@ -42,9 +42,14 @@ export interface RelayStore {
    * last-seen time, or their registration when never seen), unless a pairing code of theirs is live
    * at `nowMs`, with their expired codes; adds the number to the store's running total in the same
    * transaction. Each row is re-checked by the statement that deletes it, so a phone seen or paired
-   * meanwhile keeps its row. Resolves with the removed ids, in batches that keep the event loop free.
+   * meanwhile keeps its row. Resolves with the removed ids, in batches that keep the event loop free;
+   * `onRemoved` hears each batch as it commits (a sweep failing half-way has removed the earlier ones).
    */
-  expireUnpairedInstallations(cutoffMs: number, nowMs: number): Promise<string[]>;
+  expireUnpairedInstallations(cutoffMs: number, nowMs: number, onRemoved?: (ids: string[]) => void): Promise<string[]>;
+  /** Up to `take` installations with an id after `afterId` (from the first when null), in id order. */
+  pageInstallations(afterId: string | null, take: number): Promise<InstallationRecord[]>;
+  /** Up to `take` gateways after the key (from the first when null), in (installationId, id) order. */
+  pageGateways(after: { installationId: string; id: string } | null, take: number): Promise<GatewayRecord[]>;
 
   listGateways(installationId: string): Promise<GatewayRecord[]>;
   findGateway(installationId: string, gatewayId: string): Promise<GatewayRecord | null>;

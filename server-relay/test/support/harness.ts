@@ -7,6 +7,7 @@ import { createRelayClient } from '@conduit/sdk/relay';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type RelayConfig } from '../../src/config.js';
 import { openPrismaStore, type PrismaStore } from '../../src/store/prisma-store.js';
+import type { RelayStore } from '../../src/store/relay-store.js';
 import { RecordingApns } from './recording-apns.js';
 
 export type StoreKind = 'sqlite' | 'postgres';
@@ -56,32 +57,40 @@ export interface Relay {
   accessLog: Record<string, unknown>[];
   /** The first access-log line (already written or yet to come) that `match` accepts. */
   accessLogLine(match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
+  /** The first operational log line (already written or yet to come) that `match` accepts. */
+  logLine(match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
   close(): Promise<void>;
 }
 
-/** A real relay on an ephemeral port over a real store; APNs is recorded at its seam. */
-export async function startRelay(databaseUrl: string, env: Record<string, string> = {}): Promise<Relay> {
+/**
+ * A real relay on an ephemeral port over a real store; APNs is recorded at its seam. `wrapStore` puts
+ * something between the app and the database (a test that makes the database unreachable for reads).
+ */
+export async function startRelay(
+  databaseUrl: string,
+  env: Record<string, string> = {},
+  wrapStore: (store: PrismaStore) => RelayStore = (store) => store,
+): Promise<Relay> {
   const store = await openPrismaStore(databaseUrl);
   const apns = new RecordingApns();
   const clock = new TestClock();
   const logs: Record<string, unknown>[] = [];
   const accessLog: Record<string, unknown>[] = [];
   // The line is written after the reply has gone out, so a test waits for it rather than reading at once.
-  const accessWaiters: {
-    match: (line: Record<string, unknown>) => boolean;
-    resolve: (line: Record<string, unknown>) => void;
-  }[] = [];
+  const accessWaiters: Waiter[] = [];
+  const logWaiters: Waiter[] = [];
   const app = await buildApp(testConfig(databaseUrl, env), {
-    store,
+    store: wrapStore(store),
     apns,
     now: clock.now,
-    log: (level, message, fields) => logs.push({ level, message, ...fields }),
+    log: (level, message, fields) => {
+      const line = { level, message, ...fields };
+      logs.push(line);
+      settle(logWaiters, line);
+    },
     accessLog: (line) => {
       accessLog.push(line);
-      for (const waiter of accessWaiters.filter((w) => w.match(line))) {
-        accessWaiters.splice(accessWaiters.indexOf(waiter), 1);
-        waiter.resolve(line);
-      }
+      settle(accessWaiters, line);
     },
   });
   const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
@@ -94,15 +103,34 @@ export async function startRelay(databaseUrl: string, env: Record<string, string
     store,
     logs,
     accessLog,
-    accessLogLine: (match) => {
-      const written = accessLog.find(match);
-      return written ? Promise.resolve(written) : new Promise((resolve) => accessWaiters.push({ match, resolve }));
-    },
+    accessLogLine: (match) => firstLine(accessLog, accessWaiters, match),
+    logLine: (match) => firstLine(logs, logWaiters, match),
     close: async () => {
       await app.close();
       await store.close();
     },
   };
+}
+
+interface Waiter {
+  match: (line: Record<string, unknown>) => boolean;
+  resolve: (line: Record<string, unknown>) => void;
+}
+
+function settle(waiters: Waiter[], line: Record<string, unknown>): void {
+  for (const waiter of waiters.filter((w) => w.match(line))) {
+    waiters.splice(waiters.indexOf(waiter), 1);
+    waiter.resolve(line);
+  }
+}
+
+function firstLine(
+  written: Record<string, unknown>[],
+  waiters: Waiter[],
+  match: (line: Record<string, unknown>) => boolean,
+): Promise<Record<string, unknown>> {
+  const found = written.find(match);
+  return found ? Promise.resolve(found) : new Promise((resolve) => waiters.push({ match, resolve }));
 }
 
 let ipCounter = 0;
