@@ -105,6 +105,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/grok-live/socket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Relay a Grok Live call to xAI (WebSocket upgrade)
+         * @description WebSocket. Text and binary frames are relayed both ways unchanged; client frames up to 256 KiB (larger: close 1009 `Frame too large`), xAI frames up to 16 MiB; xAI must open within 15 s. Caller: `?ticket=` (the dashboard’s WebSocket ticket), a loopback dashboard’s `?token=`, or the credential headers of the other plugin routes; refused → accepted and closed 4401 `Dashboard sign-in required`. Limits: 10 calls a minute per profile and 30 host-wide (`Too many Grok Live connections; try again shortly`), 3 open per profile and 8 on the host (`Too many Grok Live calls are open on this host`), both 4429. Close codes: 4503 no credential, 4401 unauthorized, 4429 rate limited (also xAI’s 429), 4400 refused or a profile that cannot be resolved (xAI’s 401/403: `xAI refused the SuperGrok sign-in (HTTP n)` / `xAI refused the XAI_API_KEY (HTTP n)`; xAI’s close codes 3000–4999: `xAI closed the call (<code>): <reason>`), 4502 `Could not reach xAI` / `The connection to xAI was lost`, 4500 host failure, 1009 a frame over 256 KiB. Reasons are cut to 120 bytes.
+         */
+        get: operations["grokLiveSocket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/grok-live/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Grok Live availability for a profile */
+        get: operations["getGrokLiveStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/local-live/socket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Relay a call to the configured speech-to-speech server (WebSocket upgrade)
+         * @description WebSocket. Text and binary frames are relayed both ways unchanged; client frames up to 256 KiB (larger: close 1009 `Frame too large`); the server must open within 15 s; a socket that sends nothing for 60 s is closed 1000. `mode=speak` is Classic voice’s reply voice (relayed the same way). Caller as for the Grok Live socket (4401 `Dashboard sign-in required`). Close codes: 4503 no speech server set or its URL is not usable (plain ws:// only to loopback, private, link-local, Tailscale or LAN-style names), 4401 unauthorized, 4429 rate limited (10 a minute per profile, 30 host-wide; 2 open per profile, 8 on the host), 4400 the server refused (a 4xx answer or a close code 3000–4999) or a profile that cannot be resolved, 4502 unreachable or dropped (retryable), 4500 the relay failed on the host, 1009 a frame over 256 KiB.
+         */
+        get: operations["localLiveSocket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/plugins/conduit_push/memory/context": {
         parameters: {
             query?: never;
@@ -956,6 +1013,198 @@ export interface operations {
                     } | {
                         /** @enum {string} */
                         error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    grokLiveSocket: {
+        parameters: {
+            query?: {
+                profile?: string;
+                ticket?: string;
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching protocols; refusals after this are close codes. */
+            101: {
+                headers: {
+                    /** @description `Upgrade` */
+                    Connection?: string;
+                    /** @description base64(SHA-1(Sec-WebSocket-Key + RFC 6455 GUID)) */
+                    "Sec-WebSocket-Accept"?: string;
+                    /** @description `websocket` */
+                    Upgrade?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The WebSocket credential was refused and more than 30 refusals happened this minute host-wide: the upgrade is not accepted. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A plain GET: this route is a WebSocket. */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getGrokLiveStatus: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Available, or why not. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        auth: ("subscription" | "api_key") | null;
+                        available: boolean;
+                        model: string;
+                        /** @constant */
+                        ok: true;
+                        reason: string | null;
+                        /** @constant */
+                        transport: "relay";
+                        voice: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description More than 30 status checks a minute on this host. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+            /** @description Grok Live status timed out (25 s). */
+            504: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    localLiveSocket: {
+        parameters: {
+            query?: {
+                mode?: "speak";
+                profile?: string;
+                ticket?: string;
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching protocols; refusals after this are close codes. */
+            101: {
+                headers: {
+                    /** @description `Upgrade` */
+                    Connection?: string;
+                    /** @description base64(SHA-1(Sec-WebSocket-Key + RFC 6455 GUID)) */
+                    "Sec-WebSocket-Accept"?: string;
+                    /** @description `websocket` */
+                    Upgrade?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The WebSocket credential was refused and more than 30 refusals happened this minute host-wide: the upgrade is not accepted. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A plain GET: this route is a WebSocket. */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
                     };
                 };
             };

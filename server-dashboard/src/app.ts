@@ -21,6 +21,9 @@ import { HOST_CONTROL_PREFIX } from '@conduit/contracts/dashboard/control';
 import { controlRoutes } from './control/control-routes.js';
 import { readOrCreateControlToken } from './control/control-token.js';
 import { authenticatedRoutes } from './fronting/route-auth.js';
+import { socketCallerCheck, WebSocketTickets, WS_TICKET_PATH, wsTicketAnswer } from './fronting/socket-credentials.js';
+import { routeUpgrade } from './kernel/socket-route.js';
+import { perMinute } from './kernel/rate-window.js';
 import { AppSubmissions } from './notifier/app-submissions.js';
 import { DesktopSelectionPublisher } from './notifier/desktop-selection.js';
 import { gatewayObserver } from './notifier/gateway-observer.js';
@@ -44,6 +47,9 @@ import { systemTimers } from './kernel/timers.js';
 
 /** Where our own routes live; everything else belongs to the Hermes dashboard we front. */
 export const PLUGIN_PREFIX = '/api/plugins/conduit_push/';
+
+/** Refused socket callers host-wide before upgrades are answered 403 unaccepted (ROUTES.md, Grok Live auth). */
+const SOCKET_REFUSALS_PER_MINUTE = 30;
 
 /** Seams a test or benchmark may replace; production uses the defaults. */
 export interface HostDeps {
@@ -101,6 +107,20 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
           clock,
         })
       : bearerVerifier(config.fronting.bearerToken);
+  const tickets = new WebSocketTickets(clock);
+  // The dashboard mints WebSocket tickets for its signed-in callers; those on their way to a Conduit
+  // app pass through here, and are recorded so our socket routes accept them (once, within 30 s).
+  const recordTicket = (status: number, body: Buffer): void => {
+    if (status !== 200) return;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString('utf8'));
+    } catch {
+      return;
+    }
+    const answer = wsTicketAnswer.safeParse(parsed);
+    if (answer.success) tickets.record(answer.data.ticket, (answer.data.ttl_seconds ?? 30) * 1000);
+  };
 
   const app = Fastify({
     logger: false,
@@ -116,12 +136,15 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
           connectionsPerIp: limits.connectionsPerIp,
         },
         onRequest: (req, res) => {
-          if (upstream && !isOurs(req.url)) proxyHttp(req, res, upstream);
-          else handler(req, res);
+          if (upstream && !isOurs(req.url)) {
+            const mintsTicket = req.method === 'POST' && (req.url ?? '').split('?')[0] === WS_TICKET_PATH;
+            proxyHttp(req, res, upstream, mintsTicket ? recordTicket : undefined);
+          } else handler(req, res);
         },
         onUpgrade: (req, socket, head) => {
           if (upstream && !isOurs(req.url)) proxyUpgrade(req, socket, head, upstream, observeGateway);
-          else socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+          // Our sockets go through the router, so the matched route's caller check runs before any accept.
+          else routeUpgrade(handler, req, socket, head);
         },
       }),
   });
@@ -231,7 +254,19 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
   // The check is a hook of this encapsulated scope, so it runs on the route the router matched —
   // never a test of the raw URL, which percent-escapes and absolute-form targets spell differently.
   await app.register(async (plugin) => {
-    plugin.addHook('onRequest', authenticatedRoutes(verifier));
+    plugin.addHook(
+      'onRequest',
+      authenticatedRoutes(verifier, {
+        check: socketCallerCheck(verifier, tickets, config.fronting.mode),
+        refusals: perMinute(SOCKET_REFUSALS_PER_MINUTE, clock),
+      }),
+    );
+    if (config.fronting.mode === 'standalone') {
+      // Standalone, this service is the dashboard a Conduit app signs in to, so it mints the tickets.
+      plugin.post(WS_TICKET_PATH, async (_request, reply) =>
+        reply.header('cache-control', 'no-store').send({ ticket: tickets.mint(), ttl_seconds: 30 }),
+      );
+    }
     notificationSettingsRoutes(plugin, config.hermesHome, settings);
     approvalRoutes(plugin, { hermesHome: config.hermesHome, cards: approvalCards });
     registerPairingRoutes(plugin, {

@@ -5,6 +5,7 @@ import { getGeminiLiveStatus, postGeminiLiveToken } from '@conduit/contracts/das
 import { getMemoryContext, postMemoryRecall } from '@conduit/contracts/dashboard/memory';
 import { getPersonality } from '@conduit/contracts/dashboard/personality';
 import { getWebSearchStatus, postWebSearch } from '@conduit/contracts/dashboard/web-search';
+import { getGrokLiveStatus } from '@conduit/contracts/dashboard/grok-live';
 import { buildApp, buildHost } from '../src/app.js';
 import { HOST_FEATURES } from '../src/features/index.js';
 import { CAPABILITY_PATHS, servedCapabilities } from '../src/routes/capabilities.js';
@@ -36,6 +37,7 @@ describe('GET /api/plugins/conduit_push/capabilities', () => {
       'web-search',
       'memory',
       'personality',
+      'grok-live',
       'e2e-notifications',
       'cron-notifications',
       'reply-sources',
@@ -55,7 +57,7 @@ describe('GET /api/plugins/conduit_push/capabilities', () => {
 });
 
 describe('capabilities are derived from the registered features', () => {
-  it('lists only the features registered (the app above lists all four with no provider configured)', async () => {
+  it('lists only the features registered (the app above lists those of every feature, with no provider configured)', async () => {
     const without = await buildHost(testConfig(home.root), { features: [] });
     try {
       const response = await without.app.inject({ method: 'GET', url: '/api/plugins/conduit_push/capabilities' });
@@ -76,6 +78,7 @@ describe('feature routes are behind the caller check', () => {
       getMemoryContext,
       postMemoryRecall,
       getPersonality,
+      getGrokLiveStatus,
     ];
     for (const route of routes) {
       const response = await fetch(baseUrl + route.path, {

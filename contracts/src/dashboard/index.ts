@@ -16,6 +16,8 @@ import { getGeminiLiveStatus, postGeminiLiveToken } from './gemini-live.js';
 import { getWebSearchStatus, postWebSearch } from './web-search.js';
 import { getMemoryContext, postMemoryRecall } from './memory.js';
 import { getPersonality } from './personality.js';
+import { getGrokLiveStatus, grokLiveSocket } from './grok-live.js';
+import { localLiveSocket } from './speech-server.js';
 
 export { getCapabilities, capabilitiesResponse };
 export { respondApproval };
@@ -24,6 +26,7 @@ export { postPair, getE2e, postE2e };
 export { getMetrics };
 export { getGeminiLiveStatus, postGeminiLiveToken, getWebSearchStatus, postWebSearch };
 export { getMemoryContext, postMemoryRecall, getPersonality };
+export { getGrokLiveStatus, grokLiveSocket, localLiveSocket };
 
 /** The host service's plugin routes, served where the Conduit app expects the Hermes dashboard. */
 export const dashboardSurface = {
@@ -49,5 +52,8 @@ export const dashboardSurface = {
     getMemoryContext,
     postMemoryRecall,
     getPersonality,
+    getGrokLiveStatus,
+    grokLiveSocket,
+    localLiveSocket,
   },
 } satisfies Surface;

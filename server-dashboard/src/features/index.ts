@@ -1,7 +1,9 @@
 import type { HostFeature } from '../kernel/feature.js';
 import { geminiLiveFeature } from './gemini-live/index.js';
+import { grokLiveFeature } from './grok-live/index.js';
 import { memoryFeature } from './memory/index.js';
 import { personalityFeature } from './personality/index.js';
+import { speechServerFeature } from './speech-server/index.js';
 import { webSearchFeature } from './web-search/index.js';
 
 /**
@@ -13,4 +15,6 @@ export const HOST_FEATURES: readonly HostFeature[] = [
   webSearchFeature,
   memoryFeature,
   personalityFeature,
+  grokLiveFeature,
+  speechServerFeature,
 ];

@@ -28,11 +28,20 @@ function forwardHeaders(req: IncomingMessage, upstream: URL, keepUpgrade: boolea
   return out;
 }
 
+/** Answers a proxied request may be read back from; larger ones are passed on unread. */
+const READ_ANSWER_LIMIT_BYTES = 4096;
+
 /**
  * Forwards one HTTP request to the Hermes dashboard and streams the answer back: bodies flow
  * through in both directions as they arrive (pipe with backpressure), nothing is buffered whole.
+ * `readAnswer`, when given, also sees a copy of a small answer (at most 4 KiB) once it has ended.
  */
-export function proxyHttp(req: IncomingMessage, res: ServerResponse, upstream: URL): void {
+export function proxyHttp(
+  req: IncomingMessage,
+  res: ServerResponse,
+  upstream: URL,
+  readAnswer?: (status: number, body: Buffer) => void,
+): void {
   const upstreamReq = http.request({
     hostname: upstream.hostname,
     port: upstream.port || 80,
@@ -46,6 +55,22 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, upstream: U
       if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
     }
     res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, headers);
+    if (readAnswer) {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      upstreamRes.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= READ_ANSWER_LIMIT_BYTES) chunks.push(chunk);
+      });
+      upstreamRes.on('end', () => {
+        if (size > READ_ANSWER_LIMIT_BYTES) return;
+        try {
+          readAnswer(upstreamRes.statusCode ?? 0, Buffer.concat(chunks));
+        } catch {
+          // reading never stands in the way of the answer
+        }
+      });
+    }
     upstreamRes.pipe(res);
     upstreamRes.on('error', () => res.destroy());
   });

@@ -24,6 +24,8 @@ export interface UpstreamOrigins {
   tavily?: string;
   /** Firecrawl's hosted API (`https://api.firecrawl.dev`); FIRECRAWL_API_URL still wins, as in Hermes. */
   firecrawl?: string;
+  /** xAI's realtime socket origin (`wss://api.x.ai`); a `ws://` loopback stand-in in tests. */
+  xai?: string;
 }
 
 /** What the kernel hands every feature: shared services, never another feature. */

@@ -48,3 +48,37 @@ export function isCredentialSafeRelayUrl(raw: string): boolean {
   }
   return mayCarryCredentials(url);
 }
+
+/** Private, link-local and Tailscale (CGNAT 100.64.0.0/10, its ULA fd7a:115c:a1e0::/48) ranges. */
+const HOME_NETWORK_ADDRESSES = new BlockList();
+HOME_NETWORK_ADDRESSES.addSubnet('10.0.0.0', 8, 'ipv4');
+HOME_NETWORK_ADDRESSES.addSubnet('172.16.0.0', 12, 'ipv4');
+HOME_NETWORK_ADDRESSES.addSubnet('192.168.0.0', 16, 'ipv4');
+HOME_NETWORK_ADDRESSES.addSubnet('169.254.0.0', 16, 'ipv4');
+HOME_NETWORK_ADDRESSES.addSubnet('100.64.0.0', 10, 'ipv4');
+HOME_NETWORK_ADDRESSES.addSubnet('fc00::', 7, 'ipv6');
+HOME_NETWORK_ADDRESSES.addSubnet('fe80::', 10, 'ipv6');
+
+/** Name suffixes a home network or a tailnet uses, never a public DNS name. */
+const HOME_NETWORK_SUFFIXES = ['.local', '.lan', '.internal', '.home.arpa', '.ts.net'];
+
+/**
+ * Whether a host is on this machine or the user's own network, where the seed lets a speech server
+ * be reached over plain `ws://`: loopback, private, link-local and Tailscale addresses, and LAN-style
+ * names (localhost, single-label names, .local, .lan, .internal, .home.arpa, .ts.net). Judged by
+ * shape, never resolved: a guard against mistakes, not a security boundary.
+ */
+export function isHomeNetworkHost(hostname: string): boolean {
+  if (isLoopbackHost(hostname)) return true;
+  const host = hostname
+    .replace(/^\[|\]$/g, '')
+    .toLowerCase()
+    .replace(/\.$/, '');
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(host)?.[1];
+  const address = mapped ?? host;
+  const family = isIP(address);
+  if (family === 4) return HOME_NETWORK_ADDRESSES.check(address, 'ipv4');
+  if (family === 6) return HOME_NETWORK_ADDRESSES.check(address, 'ipv6');
+  if (host === '' || !/^[a-z0-9.-]+$/.test(host)) return false;
+  return !host.includes('.') || HOME_NETWORK_SUFFIXES.some((suffix) => host.endsWith(suffix));
+}

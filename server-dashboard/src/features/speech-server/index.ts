@@ -1,0 +1,90 @@
+import { localLiveSocket, localLiveSocketQuery } from '@conduit/contracts/dashboard/speech-server';
+import type { HostFeature } from '../../kernel/feature.js';
+import { configSection, readProfileFiles } from '../../kernel/profile-files.js';
+import { relayedCallRoute } from '../../kernel/relayed-call.js';
+import { RELAY_CLOSE, type UpstreamFailures } from '../../kernel/socket-relay.js';
+import { speechServerAddress } from './speech-server-url.js';
+
+/** The bounds of this feature (the seed, speech server). */
+const BOUNDS = {
+  /** A reconnecting app opens a few sockets a minute; ten per profile is a loop. */
+  connectsPerProfilePerMinute: 10,
+  connectsHostWidePerMinute: 30,
+  /**
+   * Classic voice may listen while its reply plays through the same server (the seed asks for
+   * `--num_pipelines 2`), so two per profile; eight on the host.
+   */
+  openPerProfile: 2,
+  openOverall: 8,
+  /** The server is on the user's network; one that has not answered by then is not coming. */
+  connectTimeoutMs: 15_000,
+  /** An audio chunk is a few KiB; a larger frame from the app is a bug or abuse. */
+  clientFrameLimitBytes: 256 * 1024,
+  upstreamFrameLimitBytes: 16 * 1024 * 1024,
+  /** A socket that sends nothing this long is closed (the seed): a forgotten call holds a pipeline. */
+  idleCloseMs: 60_000,
+} as const;
+
+const failures: UpstreamFailures = {
+  unreachable: 'Could not reach the speech server',
+  lost: 'The connection to the speech server was lost',
+  refused(status) {
+    if (status === 429) return { code: RELAY_CLOSE.rateLimited, reason: `The speech server is busy (HTTP ${status})` };
+    if (status >= 400 && status < 500)
+      return { code: RELAY_CLOSE.refused, reason: `The speech server refused the call (HTTP ${status})` };
+    return { code: RELAY_CLOSE.unreachable, reason: `The speech server failed (HTTP ${status})` };
+  },
+  closed(code, reason) {
+    if (code >= 3000 && code <= 4999)
+      return { code: RELAY_CLOSE.refused, reason: `The speech server closed the call (${code}): ${reason}` };
+    if (code === 1000) return { code: 1000, reason };
+    return { code: RELAY_CLOSE.unreachable, reason: 'The connection to the speech server was lost' };
+  },
+};
+
+/**
+ * The speech server: Classic voice (and Local Live's audio) reach a speech-to-speech server the user
+ * runs on their own network through this host, which adds only the server's key, so the server never
+ * needs to be exposed beyond that network. Its capability belongs to Local Live, which is not served
+ * yet, so this feature lists none.
+ */
+export const speechServerFeature: HostFeature = {
+  name: 'speech-server',
+  capabilities: [],
+  register(scope, kernel) {
+    relayedCallRoute(scope, kernel, {
+      path: localLiveSocket.path,
+      name: 'Speech server',
+      query: localLiveSocketQuery,
+      limits: {
+        perProfilePerMinute: BOUNDS.connectsPerProfilePerMinute,
+        hostWidePerMinute: BOUNDS.connectsHostWidePerMinute,
+        openPerProfile: BOUNDS.openPerProfile,
+        openOverall: BOUNDS.openOverall,
+        tooManyConnections: 'Too many speech server connections; try again shortly',
+        tooManyOpen: 'Too many speech server calls are open on this host',
+      },
+      connectTimeoutMs: BOUNDS.connectTimeoutMs,
+      clientFrameLimitBytes: BOUNDS.clientFrameLimitBytes,
+      upstreamFrameLimitBytes: BOUNDS.upstreamFrameLimitBytes,
+      idle: { ms: BOUNDS.idleCloseMs, close: { code: 1000, reason: 'Nothing was sent for 60 seconds' } },
+      async target(profile) {
+        const files = await readProfileFiles(profile, kernel.serviceEnv);
+        const settings = configSection(configSection(files.config, 'voice'), 'speech_server');
+        const configured = typeof settings.url === 'string' ? settings.url.trim() : '';
+        if (!configured)
+          return { code: RELAY_CLOSE.notConfigured, reason: 'No speech server is set (voice.speech_server.url)' };
+        const address = speechServerAddress(configured);
+        if (!address.ok) return { code: RELAY_CLOSE.notConfigured, reason: address.reason };
+        const key = typeof settings.api_key === 'string' ? settings.api_key.trim() : '';
+        const headers: Record<string, string> = key ? { Authorization: `Bearer ${key}` } : {};
+        return {
+          url: address.url,
+          headers,
+          failures,
+          credential: key ? 'api_key' : 'none',
+        };
+      },
+    });
+  },
+};
