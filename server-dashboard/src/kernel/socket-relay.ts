@@ -40,6 +40,8 @@ export function closeReason(text: string): string {
 /** Closes a socket with a code and a reason cut to the bound; a socket already closing is left alone. */
 export function closeSocket(socket: WebSocket, code: number, reason: string): void {
   if (socket.readyState === WebSocket.CLOSING || socket.readyState === WebSocket.CLOSED) return;
+  // A paused socket would never read the peer's answer to the close, holding it until ws gives up.
+  socket.resume();
   socket.close(code, closeReason(reason));
 }
 
@@ -62,7 +64,7 @@ export interface UpstreamFailures {
 }
 
 export interface SocketRelayOptions {
-  /** The accepted client socket, paused until the provider opens (frames wait in the kernel's buffer). */
+  /** The accepted client socket, paused (socket-route.ts) until the provider opens. */
   client: WebSocket;
   /** `ws://` or `wss://` address of the provider's socket. */
   upstreamUrl: string;
@@ -116,8 +118,6 @@ export function relaySocket(options: SocketRelayOptions): void {
     ended = true;
     cancelConnect();
     cancelIdle();
-    // A paused client would never read the answer to our close, holding the socket until ws gives up.
-    client.resume();
     closeSocket(client, close.code, close.reason);
     if (upstream.readyState === WebSocket.CONNECTING) {
       if (!refusedHandshake) upstream.terminate();
@@ -139,6 +139,8 @@ export function relaySocket(options: SocketRelayOptions): void {
     cancelIdle = options.timers.after(idleMs, () => finish(idleClose));
   };
 
+  /** Client frames read before the provider opened, sent in order once it does. */
+  const early: { frame: Buffer; isBinary: boolean }[] = [];
   client.pause();
   armIdle();
 
@@ -149,7 +151,9 @@ export function relaySocket(options: SocketRelayOptions): void {
       return;
     }
     armIdle();
-    if (upstream.readyState === WebSocket.OPEN) upstream.send(frame, { binary: isBinary });
+    // ws may still emit a frame it had read when the client was paused; it waits for the open.
+    if (upstream.readyState === WebSocket.CONNECTING) early.push({ frame, isBinary });
+    else forward(frame, isBinary, upstream, client);
   });
   client.on('close', () => finish({ code: 1000, reason: '' }));
   client.on('error', () => finish({ code: RELAY_CLOSE.hostFailure, reason: 'The relay failed on the host' }));
@@ -158,11 +162,10 @@ export function relaySocket(options: SocketRelayOptions): void {
     opened = true;
     cancelConnect();
     log.info(`${options.logName} call opened`, options.logFields);
+    for (const { frame, isBinary } of early.splice(0)) forward(frame, isBinary, upstream, client);
     client.resume();
   });
-  upstream.on('message', (data: RawData, isBinary: boolean) => {
-    if (client.readyState === WebSocket.OPEN) client.send(frameBytes(data), { binary: isBinary });
-  });
+  upstream.on('message', (data: RawData, isBinary: boolean) => forward(frameBytes(data), isBinary, client, upstream));
   upstream.on('unexpected-response', (request, response) => {
     const status = response.statusCode ?? 0;
     refusedHandshake = true;
@@ -185,6 +188,21 @@ export function relaySocket(options: SocketRelayOptions): void {
     // A refused handshake already ended the call; anything else before 'open' is unreachable.
     finish({ code: RELAY_CLOSE.unreachable, reason: opened ? failures.lost : failures.unreachable });
   });
+}
+
+/**
+ * Bytes queued on one side before the other is paused: a slow reader slows the sender down rather
+ * than growing this process's memory (audio arrives in real time, so only a stalled peer gets here).
+ */
+const PAUSE_ABOVE_BYTES = 1024 * 1024;
+
+/** Sends a frame on `to`; while `to` has more than the bound queued, `from` is not read. */
+function forward(frame: Buffer, isBinary: boolean, to: WebSocket, from: WebSocket): void {
+  if (to.readyState !== WebSocket.OPEN) return;
+  to.send(frame, { binary: isBinary }, () => {
+    if (from.isPaused && to.bufferedAmount <= PAUSE_ABOVE_BYTES / 2) from.resume();
+  });
+  if (to.bufferedAmount > PAUSE_ABOVE_BYTES) from.pause();
 }
 
 /** A frame as one buffer: `ws` hands a fragmented message over as its fragments. */

@@ -19,6 +19,8 @@ const acceptor = new WebSocketServer({
   noServer: true,
   maxPayload: CLIENT_FRAME_READ_LIMIT_BYTES,
   perMessageDeflate: false,
+  // Each feature counts its own open calls (kernel/open-calls.ts); no second set of every socket.
+  clientTracking: false,
 });
 
 /**
@@ -56,8 +58,8 @@ export function isSocketRoute(request: FastifyRequest): boolean {
 }
 
 /**
- * Accepts the upgrade of this request (the 101) and resolves with its socket, or with null when the
- * handshake itself was invalid (`ws` has then answered 400 and closed).
+ * Accepts the upgrade of this request (the 101) and resolves with its socket, paused (a relay resumes
+ * it), or with null when the handshake itself was invalid (`ws` has then answered 400 and closed).
  */
 export function acceptUpgrade(request: FastifyRequest, reply: FastifyReply): Promise<WebSocket | null> {
   const upgrade = pendingUpgrades.get(request.raw);
@@ -66,7 +68,12 @@ export function acceptUpgrade(request: FastifyRequest, reply: FastifyReply): Pro
   if (!upgrade) return Promise.resolve(null);
   return new Promise((resolve) => {
     upgrade.socket.once('close', () => resolve(null));
-    acceptor.handleUpgrade(request.raw, upgrade.socket, upgrade.head, (socket) => resolve(socket));
+    acceptor.handleUpgrade(request.raw, upgrade.socket, upgrade.head, (socket) => {
+      // Not read until a route is ready for its frames: the checks before a relay starts are async,
+      // and a frame emitted with no listener yet would be lost.
+      socket.pause();
+      resolve(socket);
+    });
   });
 }
 

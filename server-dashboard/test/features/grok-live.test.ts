@@ -110,6 +110,17 @@ describe('WEBSOCKET /grok-live/socket', () => {
     expect((await upstream.closed).code).toBe(1000);
   });
 
+  it('delivers frames the app sends the moment the socket opens, in order, once xAI has opened', async () => {
+    const client = await connect();
+    expect(await client.opened).toBeNull();
+    for (const n of [1, 2, 3]) client.socket.send(`{"type":"early","n":${n}}`);
+    const upstream = await xai.connections.next();
+    const received = [await upstream.frames.next(), await upstream.frames.next(), await upstream.frames.next()];
+    expect(received.map((frame) => frame.data.toString())).toEqual([1, 2, 3].map((n) => `{"type":"early","n":${n}}`));
+    client.socket.close();
+    await client.closed;
+  });
+
   it("uses the profile's SuperGrok sign-in before any key, with its configured model", async () => {
     const client = await connect('profile=work');
     const upstream = await xai.connections.next();
