@@ -270,6 +270,19 @@ describe('WEBSOCKET /grok-live/socket', () => {
   });
 });
 
+describe('what is not a relayed call', () => {
+  it('answers a plain GET on the socket 426 (401 without credentials), and an upgrade to an unknown plugin path 404', async () => {
+    const socket = `${host.url}${PREFIX}/grok-live/socket`;
+    expect((await fetch(socket)).status).toBe(401);
+    const plain = await fetch(socket, { headers: { authorization: `Bearer ${TEST_TOKEN}` } });
+    expect([plain.status, await plain.json()]).toEqual([426, { detail: 'Open this route as a WebSocket' }]);
+    const unknown = openClient(`${host.url.replace(/^http/, 'ws')}${PREFIX}/no-such-socket`, {
+      authorization: `Bearer ${TEST_TOKEN}`,
+    });
+    expect(await unknown.opened).toBe(404);
+  });
+});
+
 describe('GET /grok-live/status', () => {
   it('names the model, voice and credential a call would use', async () => {
     expect(await status()).toEqual({
