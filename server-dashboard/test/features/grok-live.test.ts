@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/app.js';
@@ -305,6 +306,30 @@ describe('GET /grok-live/status', () => {
     });
     expect((await status('?profile=nokey')).body).toMatchObject({ available: false, auth: null });
     expect((await status('?profile=ghost')).status).toBe(503);
+  });
+
+  it('answers 504 "Grok Live status timed out" when the files cannot be read within 25 s', async () => {
+    // A FIFO stands in for a home on a stalled disk: reading it blocks until a writer opens it.
+    const fifo = path.join(home.root, 'profiles', 'stalled', 'auth.json');
+    mkdirSync(path.dirname(fifo), { recursive: true });
+    execFileSync('mkfifo', [fifo]);
+    try {
+      const answer = status('?profile=stalled');
+      await timers.untilWaiting(1);
+      timers.advance(25_000);
+      expect(await answer).toEqual({ status: 504, body: { detail: 'Grok Live status timed out' } });
+    } finally {
+      // Opening the FIFO for writing and closing it ends the blocked read.
+      closeSync(openSync(fifo, 'w'));
+    }
+  });
+
+  it('answers 429 past 30 status checks a minute host-wide', async () => {
+    for (let i = 0; i < 30; i++) expect((await status(`?profile=${i % 2 ? 'work' : 'default'}`)).status).toBe(200);
+    expect(await status('?profile=nokey')).toEqual({
+      status: 429,
+      body: { detail: 'Too many Grok Live status checks; try again shortly' },
+    });
   });
 });
 
