@@ -271,6 +271,28 @@ describe('WEBSOCKET /grok-live/socket', () => {
   });
 });
 
+describe('the host-wide limit', () => {
+  it('closes the 31st new call of a minute 4429, whichever profile asks', async () => {
+    mkdirSync(path.join(home.root, 'profiles', 'spare'), { recursive: true });
+    for (const profile of ['default', 'work', 'nokey']) {
+      for (let i = 0; i < 10; i++) {
+        const client = await connect(`profile=${profile}`);
+        // A profile without a credential is refused after the limits, so its calls count too.
+        if (profile === 'nokey') expect((await client.closed).code).toBe(4503);
+        else {
+          await xai.connections.next();
+          client.socket.close();
+          await client.closed;
+        }
+      }
+    }
+    expect(await (await connect('profile=spare')).closed).toEqual({
+      code: 4429,
+      reason: 'Too many Grok Live connections; try again shortly',
+    });
+  });
+});
+
 describe('what is not a relayed call', () => {
   it('answers a plain GET on the socket 426 (401 without credentials), and an upgrade to an unknown plugin path 404', async () => {
     const socket = `${host.url}${PREFIX}/grok-live/socket`;
