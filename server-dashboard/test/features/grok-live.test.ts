@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/app.js';
@@ -328,6 +328,36 @@ describe('GET /grok-live/status', () => {
     });
     expect((await status('?profile=nokey')).body).toMatchObject({ available: false, auth: null });
     expect((await status('?profile=ghost')).status).toBe(503);
+  });
+
+  it('skips an expired sign-in for XAI_API_KEY, and reads a pooled sign-in or the root auth.json', async () => {
+    const jwt = (exp: number) => ['e30', Buffer.from(JSON.stringify({ exp })).toString('base64url'), 'c2ln'].join('.');
+    const profile = (name: string, auth: unknown, env = '') => {
+      const dir = path.join(home.root, 'profiles', name);
+      mkdirSync(dir, { recursive: true });
+      if (auth !== null) writeFileSync(path.join(dir, 'auth.json'), JSON.stringify(auth));
+      writeFileSync(path.join(dir, '.env'), env);
+    };
+    profile(
+      'expired',
+      { providers: { 'xai-oauth': { tokens: { access_token: jwt(CLOCK_START / 1000 - 10) } } } },
+      `XAI_API_KEY=${API_KEY}\n`,
+    );
+    profile('pooled', { credential_pool: { 'xai-oauth': [{ label: 'no token' }, { access_token: 'opaque-token' }] } });
+    profile('garbled', { providers: { 'xai-oauth': 'not an entry' } });
+    expect((await status('?profile=expired')).body).toMatchObject({ auth: 'api_key', available: true });
+    expect((await status('?profile=pooled')).body).toMatchObject({ auth: 'subscription', available: true });
+    expect((await status('?profile=garbled')).body).toMatchObject({ auth: null, available: false });
+    // The root home's sign-in serves every profile that has none of its own.
+    writeFileSync(
+      path.join(home.root, 'auth.json'),
+      JSON.stringify({ providers: { 'xai-oauth': { tokens: { access_token: SIGN_IN } } } }),
+    );
+    try {
+      expect((await status('?profile=nokey')).body).toMatchObject({ auth: 'subscription', available: true });
+    } finally {
+      rmSync(path.join(home.root, 'auth.json'));
+    }
   });
 
   it('answers 504 "Grok Live status timed out" when the files cannot be read within 25 s', async () => {
