@@ -70,8 +70,9 @@ const socketQuery = z.object({
 
 /**
  * Checks the caller of a socket route as the dashboard checks its own sockets: a `?ticket=` it
- * minted (spent here, once), or in loopback dashboards the session token as `?token=`, or the
- * credential headers a native client can set on its upgrade (checked as for every plugin route).
+ * minted (spent here, once), or in front of a dashboard its session token as `?token=` (standalone,
+ * `?token=` is refused: the bearer never rides in a URL), or the credential headers a native client
+ * can set on its upgrade (checked as for every plugin route).
  */
 export function socketCallerCheck(
   verifier: CallerVerifier,
@@ -83,12 +84,10 @@ export function socketCallerCheck(
     if (!parsed.success) return 'denied';
     const { ticket, token } = parsed.data;
     if (ticket !== undefined) return tickets.consume(ticket) ? 'accepted' : 'denied';
-    if (token !== undefined) {
-      // The dashboard takes `?token=` on sockets only as its session token; standalone, it is our bearer.
-      return verifier.verify(
-        mode === 'dashboard' ? { 'x-hermes-session-token': token } : { authorization: `Bearer ${token}` },
-      );
-    }
+    // The dashboard takes `?token=` on its sockets as its session token, so in front of one it is
+    // passed to it as that. Standalone, our bearer never rides in a URL: a ticket or the header.
+    if (token !== undefined && mode === 'dashboard') return verifier.verify({ 'x-hermes-session-token': token });
+    if (token !== undefined) return 'denied';
     return verifier.verify(request.headers);
   };
 }

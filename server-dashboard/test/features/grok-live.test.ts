@@ -163,6 +163,13 @@ describe('WEBSOCKET /grok-live/socket', () => {
     expect(xai.handshakes.seen.length - before).toBe(1);
   });
 
+  it('standalone, never takes its bearer from the URL: ?token= closes 4401 and nothing reaches xAI', async () => {
+    const before = xai.handshakes.seen.length;
+    const client = openClient(`${host.url.replace(/^http/, 'ws')}${PREFIX}/grok-live/socket?token=${TEST_TOKEN}`);
+    expect(await client.closed).toEqual({ code: 4401, reason: 'Dashboard sign-in required' });
+    expect(xai.handshakes.seen.length).toBe(before);
+  });
+
   it('refuses a ticket older than 30 seconds', async () => {
     const stale = await ticket();
     clock.advance(30_000);
