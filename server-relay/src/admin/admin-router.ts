@@ -8,14 +8,14 @@ import { FIXED_LIMITS, LIMIT_TABLE, type LimitName } from '../limits.js';
 import type { GatewayRecord, InstallationRecord } from '../store/records.js';
 import type { RelayStore } from '../store/relay-store.js';
 
-/** What the admin API works on: the app's store (through its cache) and the database beneath it. */
+/** What the admin API works on: the app's store (its credential index in front) and the database beneath it. */
 export interface RelayAdminDeps {
   config: RelayConfig;
-  /** The write-through store every route uses, so a revocation is seen by the next request. */
+  /** The store every route uses (credential index in front), so a revocation is seen by the next request. */
   store: RelayStore;
   /** The Prisma database, for the storage maintenance the CLIs run offline. */
   db: Db;
-  /** Rows removed behind the store (prune): drop what it has cached about installations. */
+  /** Rows removed behind the store (prune): the credential index is loaded again. */
   forgetInstallations: () => void;
   now: () => number;
 }

@@ -133,10 +133,13 @@ type InstallationEntry = Omit<InstallationRecord, 'deviceSecretHash'> & { secret
 
 /**
  * Rows per page of the boot-time load: a page is converted and dropped before the next is read, so
- * the load holds one page of rows at a time, and on SQLite (synchronous) a request waits at most one
- * page's read, about 10 ms here.
+ * the load holds one page of rows at a time. Small, because a request arriving during the load waits
+ * for the page under way (on SQLite the read is synchronous) and needs a few turns of the event loop:
+ * with pages of 1,000 rows built row by row by Prisma, the relay's first answer after listening came
+ * 0.3–0.7 s late on a busy machine; pages of 250 rows read as one JSON text (json-pages.ts) keep it
+ * within about 50 ms.
  */
-export const INDEX_PAGE_ROWS = 1000;
+export const INDEX_PAGE_ROWS = 250;
 
 /** The in-memory CredentialIndex of one relay process. */
 export class MemoryCredentialIndex implements CredentialIndex {

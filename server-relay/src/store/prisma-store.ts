@@ -5,6 +5,7 @@ import { isActive } from '../domain/decisions.js';
 import type { BatchQuestion } from '../domain/events.js';
 import { normalizePreferences } from '../domain/preferences.js';
 import { dateTimeParam, lastSeenStatements, type LastSeen } from './last-seen-statements.js';
+import { dateTimeMs, jsonPageStatement, readJsonPage } from './json-pages.js';
 import { assertRelayMayUse } from './database-state.js';
 import { secureSqliteFiles } from './sqlite-files.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
@@ -134,6 +135,54 @@ export function installationData(record: InstallationRecord) {
   };
 }
 
+const INSTALLATION_COLUMNS = [
+  'id',
+  'bundleId',
+  'deviceToken',
+  'voipToken',
+  'watchVoipToken',
+  'locationPushToken',
+  'environment',
+  'deviceSecretHash',
+  'active',
+  'preferences',
+  'createdAt',
+  'updatedAt',
+  'pairedAt',
+  'lastSeenAt',
+] as const;
+
+const GATEWAY_COLUMNS = [
+  'installationId',
+  'id',
+  'name',
+  'secretHash',
+  'dashboardId',
+  'createdAt',
+  'pluginVersion',
+  'pluginCapabilities',
+  'lastEventAt',
+] as const;
+
+function text(value: unknown): string {
+  if (typeof value !== 'string') throw new Error('a text column holds something else');
+  return value;
+}
+
+function textOrNull(value: unknown): string | null {
+  return value === null || value === undefined ? null : text(value);
+}
+
+/** Rows of a JSON page by their key columns (the first `length` values). */
+function compareKeys(a: unknown[], b: unknown[], length: number): number {
+  for (let i = 0; i < length; i += 1) {
+    const x = String(a[i]);
+    const y = String(b[i]);
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
 /** Prisma's code for a unique-constraint violation, which both driver adapters report. */
 function isUniqueViolation(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'P2002';
@@ -261,30 +310,76 @@ export class PrismaStore implements RelayStore {
   }
 
   async pageInstallations(afterId: string | null, take: number): Promise<InstallationRecord[]> {
-    const rows = await this.db.installation.findMany({
-      where: afterId !== null ? { id: { gt: afterId } } : {},
-      orderBy: { id: 'asc' },
+    const page = await this.jsonPage(
+      'Installation',
+      INSTALLATION_COLUMNS,
+      ['id'],
+      afterId !== null ? [afterId] : null,
       take,
+    );
+    return page.map((values) => {
+      const [id, bundleId, deviceToken, voipToken, watchVoipToken, locationPushToken, environment, hash] = values;
+      const [active, preferences, createdAt, updatedAt, pairedAt, lastSeenAt] = values.slice(8);
+      return toInstallation({
+        id: text(id),
+        bundleId: text(bundleId),
+        deviceToken: text(deviceToken),
+        voipToken: textOrNull(voipToken),
+        watchVoipToken: textOrNull(watchVoipToken),
+        locationPushToken: textOrNull(locationPushToken),
+        environment: text(environment),
+        deviceSecretHash: text(hash),
+        active: active === true || active === 1,
+        preferences: text(preferences),
+        createdAt: this.date(createdAt),
+        updatedAt: this.date(updatedAt),
+        pairedAt: this.dateOrNull(pairedAt),
+        lastSeenAt: this.dateOrNull(lastSeenAt),
+      });
     });
-    return rows.map(toInstallation);
   }
 
   async pageGateways(after: { installationId: string; id: string } | null, take: number): Promise<GatewayRecord[]> {
-    // Keyset paging on the primary key: each page is one index range scan, however deep into the table.
-    const rows = await this.db.gateway.findMany({
-      where:
-        after !== null
-          ? {
-              OR: [
-                { installationId: { gt: after.installationId } },
-                { installationId: after.installationId, id: { gt: after.id } },
-              ],
-            }
-          : {},
-      orderBy: [{ installationId: 'asc' }, { id: 'asc' }],
-      take,
+    const key = after !== null ? [after.installationId, after.id] : null;
+    const page = await this.jsonPage('Gateway', GATEWAY_COLUMNS, ['installationId', 'id'], key, take);
+    return page.map((values) => {
+      const [installationId, id, name, secretHash, dashboardId, createdAt, version, capabilities, lastEventAt] = values;
+      return toGateway({
+        installationId: text(installationId),
+        id: text(id),
+        name: text(name),
+        secretHash: text(secretHash),
+        dashboardId: textOrNull(dashboardId),
+        createdAt: this.date(createdAt),
+        pluginVersion: textOrNull(version),
+        pluginCapabilities: textOrNull(capabilities),
+        lastEventAt: this.dateOrNull(lastEventAt),
+      });
     });
-    return rows.map(toGateway);
+  }
+
+  private async jsonPage(
+    table: string,
+    columns: readonly string[],
+    key: readonly [string] | readonly [string, string],
+    after: readonly string[] | null,
+    take: number,
+  ): Promise<unknown[][]> {
+    const { sql, params } = jsonPageStatement(this.provider, table, columns, key, after, take);
+    const rows = readJsonPage(await this.db.$queryRawUnsafe<{ page: unknown }[]>(sql, ...params));
+    // PostgreSQL orders the aggregate itself; SQLite aggregates in the subquery's order, sorted again
+    // here by the same byte order (ids are ASCII) because the next page starts after the last key.
+    if (this.provider === 'sqlite') rows.sort((a, b) => compareKeys(a, b, key.length));
+    return rows;
+  }
+
+  private date(value: unknown): Date {
+    return new Date(dateTimeMs(this.provider, value) ?? Number.NaN);
+  }
+
+  private dateOrNull(value: unknown): Date | null {
+    const ms = dateTimeMs(this.provider, value);
+    return ms === null ? null : new Date(ms);
   }
 
   async listGateways(installationId: string): Promise<GatewayRecord[]> {
