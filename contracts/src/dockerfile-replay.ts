@@ -353,7 +353,11 @@ function replayNpmCi(stage: Stage, command: string, installed: string): void {
     .filter((line) => line.startsWith('add '))
     .map((line) => line.slice('add '.length).trim())
     .sort();
-  const paths = installedPaths(lock, request, installed);
+  // npm may leave out an optional package the checkout happens to hold (its engines or platform, or how
+  // npm's dry run of a subset weighs it): such a package is not part of what the image needs.
+  const paths = installedPaths(lock, request, installed).filter(
+    (key) => !lock.packages[key]?.optional || npmList.includes(listed(lock, key)),
+  );
   const derived = paths.map((key) => listed(lock, key)).sort();
   if (npmList.join('\n') !== derived.join('\n')) {
     const onlyNpm = npmList.filter((item) => !derived.includes(item));
