@@ -1,11 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboardClient } from '@conduit/sdk/dashboard';
-import { getGeminiLiveStatus, postGeminiLiveToken } from '@conduit/contracts/dashboard/gemini-live';
-import { getMemoryContext, postMemoryRecall } from '@conduit/contracts/dashboard/memory';
-import { getPersonality } from '@conduit/contracts/dashboard/personality';
-import { getWebSearchStatus, postWebSearch } from '@conduit/contracts/dashboard/web-search';
-import { getGrokLiveStatus } from '@conduit/contracts/dashboard/grok-live';
+import { dashboardSurface } from '@conduit/contracts/dashboard/index';
 import { buildApp, buildHost } from '../src/app.js';
 import { HOST_FEATURES } from '../src/features/index.js';
 import { CAPABILITY_PATHS, servedCapabilities } from '../src/routes/capabilities.js';
@@ -69,17 +65,10 @@ describe('capabilities are derived from the registered features', () => {
 });
 
 describe('feature routes are behind the caller check', () => {
-  it('answers 401 to every Live Voice route without credentials, before any work', async () => {
-    const routes = [
-      getGeminiLiveStatus,
-      postGeminiLiveToken,
-      getWebSearchStatus,
-      postWebSearch,
-      getMemoryContext,
-      postMemoryRecall,
-      getPersonality,
-      getGrokLiveStatus,
-    ];
+  it('answers 401 to every authenticated route of the contract without credentials, before any work', async () => {
+    // Every route the contract says needs the caller's credential, so a new feature route is covered too.
+    const routes = Object.values(dashboardSurface.routes).filter((route) => route.auth === 'bearer');
+    expect(routes.length).toBeGreaterThan(15);
     for (const route of routes) {
       const response = await fetch(baseUrl + route.path, {
         method: route.method,
