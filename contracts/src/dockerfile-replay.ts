@@ -209,13 +209,17 @@ function linkTree(from: string, to: string, skip: (name: string) => boolean = ()
 
 /**
  * PATH without the checkout's node_modules/.bin folders (npm and npx put them there for the test
- * runner), so a step finds only the commands its own stage installed, and the system's node and npm.
+ * runner), so a step finds only the commands its own stage installed and the system's npm — and,
+ * first, the folder of the node running this replay: the image's node is the one the native modules
+ * were built for. (CI's Node 24 pass runs a node from an npm package, whose folder is itself inside
+ * a node_modules; dropping it left `node` to the machine's Node 20 and better-sqlite3 would not load.)
  */
-function toolPath(): string {
-  return (process.env.PATH ?? '')
+export function toolPath(execPath = process.execPath, searchPath = process.env.PATH ?? ''): string {
+  const own = path.dirname(execPath);
+  const rest = searchPath
     .split(path.delimiter)
-    .filter((entry) => !entry.split(path.sep).includes('node_modules'))
-    .join(path.delimiter);
+    .filter((entry) => entry !== own && !entry.split(path.sep).includes('node_modules'));
+  return [own, ...rest].join(path.delimiter);
 }
 
 // ---- npm ci, from the lockfile ----
