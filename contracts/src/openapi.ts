@@ -20,6 +20,11 @@ const securitySchemes: Record<Exclude<AuthScheme, 'none'>, JsonSchema> = {
   ring: { type: 'http', scheme: 'bearer', description: 'Ring token (43 base64url characters).' },
   watchKey: { type: 'http', scheme: 'bearer', description: 'Watch grant key (43 base64url characters).' },
   bearer: { type: 'http', scheme: 'bearer', description: 'Service API key.' },
+  localLiveKey: {
+    type: 'http',
+    scheme: 'bearer',
+    description: "A profile's Local Live key (`cll.<profile>.<secret>`); accepted by the Local Live model routes only.",
+  },
 };
 
 function parameters(route: RouteContract): JsonSchema[] {

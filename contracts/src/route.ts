@@ -4,7 +4,7 @@ import { z } from 'zod';
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH' | 'OPTIONS';
 
 /** How a route authenticates its caller (documented in OpenAPI as a security scheme). */
-export type AuthScheme = 'none' | 'device' | 'gateway' | 'ring' | 'watchKey' | 'bearer';
+export type AuthScheme = 'none' | 'device' | 'gateway' | 'ring' | 'watchKey' | 'bearer' | 'localLiveKey';
 
 export interface ResponseSpec<S extends z.ZodType = z.ZodType> {
   description: string;

@@ -491,6 +491,67 @@ describe('host service with a real relay', { timeout: 180_000 }, () => {
     expect(after.length).toBe(before + 1);
   });
 
+  it("call me when it's done: the watched job's turn end rings the phone (a VoIP push through the real relay), once", async () => {
+    const JOB = '20260101_100000_c0ffee';
+    const VOIP_TOKEN = 'cd'.repeat(32);
+    const relayClient = createRelayClient({ baseUrl: relay.url, headers: { authorization: deviceAuth } });
+    const updated = await relayClient.PUT('/v1/installations/{id}', {
+      params: { path: { id: installationId } },
+      body: { voip_token: VOIP_TOKEN },
+    });
+    expect(updated.response.status).toBe(200);
+    const dashboard = createDashboardClient({ baseUrl: host.url, headers: { authorization: `Bearer ${HOST_TOKEN}` } });
+    expect(
+      (await dashboard.PUT('/api/plugins/conduit_push/calls', { body: { settings: { enabled: true } } })).data,
+    ).toMatchObject({
+      settings: { enabled: true, when_asked: true },
+    });
+    const watch = await dashboard.POST('/api/plugins/conduit_push/calls/watches', {
+      body: { session_ids: [JOB], title: 'Nightly build' },
+    });
+    expect(watch.data).toMatchObject({ ok: true, status: 'watching' });
+    const before = captured().length;
+    await replay(turn(JOB, 'Build green: 412 tests.'));
+    const ring = await until('the VoIP call', () =>
+      captured()
+        .slice(before)
+        .find((c) => c.deviceToken === VOIP_TOKEN),
+    );
+    const call = ring.notification.payload.body?.conduit?.call as Record<string, unknown> | undefined;
+    expect(call).toMatchObject({ kind: 'done', session_ids: [JOB], title: 'Nightly build' });
+    expect(watch.data && 'id' in watch.data ? watch.data.id : undefined).toBe(call?.id);
+    // The call replaced the usual push, and a replayed turn end finds no watch: no second call.
+    await replay(turn(JOB, 'Build green: 412 tests.'));
+    await until('the replayed turn push', () => captured().length > before + 1);
+    const pushes = captured().slice(before);
+    expect(pushes.filter((c) => c.deviceToken === VOIP_TOKEN)).toHaveLength(1);
+    expect(pushes.map((c) => c.notification.payload.body?.conduit?.type)).toEqual(['call.requested', 'response.ready']);
+    await dashboard.PUT('/api/plugins/conduit_push/calls', { body: { settings: { enabled: false } } });
+  });
+
+  it("keeps a Live Activity current: the turn's progress and its end reach the activity's push token", async () => {
+    const LA_TOKEN = 'ef'.repeat(32);
+    const WATCHED = '20260101_110000_abcdef';
+    const relayClient = createRelayClient({ baseUrl: relay.url, headers: { authorization: deviceAuth } });
+    const registered = await relayClient.PUT('/v1/live-activities', {
+      body: { push_token: LA_TOKEN, session_ids: [WATCHED] },
+    });
+    expect(registered.response.status).toBe(200);
+    const before = captured().length;
+    await replay(turn(WATCHED, 'All done.'));
+    const pushes = await until('the Live Activity end', () => {
+      const mine = captured()
+        .slice(before)
+        .filter((c) => c.deviceToken === LA_TOKEN)
+        .map((c) => c.notification.payload.aps as { event?: string; 'content-state'?: Record<string, unknown> });
+      return mine.some((aps) => aps.event === 'end') ? mine : undefined;
+    });
+    expect(pushes[0]).toMatchObject({ event: 'update', 'content-state': { phase: 'thinking', tool_count: 0 } });
+    expect(pushes.at(-1)).toMatchObject({ event: 'end', 'content-state': { phase: 'done' } });
+    // Never the chat's text: iOS renders these payloads, they cannot be sealed.
+    expect(JSON.stringify(pushes)).not.toContain('All done');
+  });
+
   it('redact on: pushes carry no chat text; redact off restores it', async () => {
     expect((await conduit('push', 'redact', 'on')).code).toBe(0);
     const before = captured().length;

@@ -18,6 +18,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The profile's Calls from Hermes settings */
+        get: operations["getCalls"];
+        /** Change Calls from Hermes settings */
+        put: operations["putCalls"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/calls/outcomes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Report a declined or missed call; the next turn of its sessions hears it once */
+        post: operations["postCallOutcome"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/calls/presence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Hold presence while the user is in a Live Voice call (nothing rings meanwhile) */
+        put: operations["putCallPresence"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/calls/watches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Watch a job's sessions and call when its turn ends */
+        post: operations["postCallWatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/calls/watches/{watch_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Renew or release a watch's hold */
+        put: operations["putCallWatch"];
+        post?: never;
+        /** Remove a watch */
+        delete: operations["deleteCallWatch"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/plugins/conduit_push/capabilities": {
         parameters: {
             query?: never;
@@ -105,6 +192,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/gpt-live/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a GPT-Live session (SDP exchange) */
+        post: operations["postGptLiveSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/gpt-live/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GPT-Live availability for a profile (subscription and API billing) */
+        get: operations["getGptLiveStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/plugins/conduit_push/grok-live/socket": {
         parameters: {
             query?: never;
@@ -142,6 +263,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/local-live/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate a profile's Local Live key */
+        post: operations["rotateLocalLiveKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/plugins/conduit_push/local-live/socket": {
         parameters: {
             query?: never;
@@ -151,11 +289,68 @@ export interface paths {
         };
         /**
          * Relay a call to the configured speech-to-speech server (WebSocket upgrade)
-         * @description WebSocket. Text and binary frames are relayed both ways unchanged; client frames up to 256 KiB (larger: close 1009 `Frame too large`); the server must open within 15 s; a socket that sends nothing for 60 s is closed 1000. `mode=speak` is Classic voice’s reply voice (relayed the same way). Caller as for the Grok Live socket (4401 `Dashboard sign-in required`). Close codes: 4503 no speech server set or its URL is not usable (plain ws:// only to loopback, private, link-local, Tailscale or LAN-style names), 4401 unauthorized, 4429 rate limited (10 a minute per profile, 30 host-wide; 2 open per profile, 8 on the host), 4400 the server refused (a 4xx answer or a close code 3000–4999) or a profile that cannot be resolved, 4502 unreachable or dropped (retryable), 4500 the relay failed on the host, 1009 a frame over 256 KiB.
+         * @description WebSocket. Text and binary frames are relayed both ways unchanged; client frames up to 256 KiB (larger: close 1009 `Frame too large`); the server must open within 15 s; a socket that sends nothing for 60 s is closed 1000. `mode=speak` is Classic voice’s reply voice (relayed the same way; the sentences it sends as a user `conversation.item.create` are what the Local Live model routes read back). Local Live: the host sends `{"type":"conduit.turn","turn_id","text"}` and `{"type":"conduit.turn.cancel","turn_id"}` on the profile’s newest socket (not a speak one); the app’s `conduit.turn.delta` / `conduit.turn.done` / `conduit.turn.error` frames are read by the host and never relayed to the speech server. Caller as for the Grok Live socket (4401 `Dashboard sign-in required`). Close codes: 4503 no speech server set or its URL is not usable (plain ws:// only to loopback, private, link-local, Tailscale or LAN-style names), 4401 unauthorized, 4429 rate limited (10 a minute per profile, 30 host-wide; 2 open per profile, 8 on the host), 4400 the server refused (a 4xx answer or a close code 3000–4999) or a profile that cannot be resolved, 4502 unreachable or dropped (retryable), 4500 the relay failed on the host, 1009 a frame over 256 KiB.
          */
         get: operations["localLiveSocket"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/local-live/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Local Live availability, model address and key for a profile */
+        get: operations["getLocalLiveStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/local-live/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Local Live model route: chat completions answered by the Conduit app through Hermes
+         * @description Authorization: Bearer <the profile's Local Live key>, never the dashboard sign-in. The model name is ignored and only the newest user message is used (Hermes keeps the history). With no Local Live socket open for the key’s profile the answer is a fixed line, so a warmup request succeeds; a text Classic voice sent on a `mode=speak` socket is read back unchanged; otherwise the text goes to the profile’s newest Local Live socket as `{"type":"conduit.turn","turn_id","text"}` and the app’s `conduit.turn.delta` frames are the answer, until `conduit.turn.done`, `conduit.turn.error`, 90 s without a frame, a newer turn or the caller going away (the last two send `conduit.turn.cancel` to the app). With `stream: true` the answer is `text/event-stream`: `data: <chat.completion.chunk>` events (the role first, then each text delta, then `finish_reason: "stop"`, a usage chunk when `stream_options.include_usage`), then `data: [DONE]`.
+         */
+        post: operations["postLocalLiveChatCompletions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/local-live/v1/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Local Live model route: the Responses API answered by the Conduit app through Hermes
+         * @description Authorization as for chat completions. The model name is ignored and only the newest user message is used (Hermes keeps the history). With no Local Live socket open for the key’s profile the answer is a fixed line, so a warmup request succeeds; a text Classic voice sent on a `mode=speak` socket is read back unchanged; otherwise the text goes to the profile’s newest Local Live socket as `{"type":"conduit.turn","turn_id","text"}` and the app’s `conduit.turn.delta` frames are the answer, until `conduit.turn.done`, `conduit.turn.error`, 90 s without a frame, a newer turn or the caller going away (the last two send `conduit.turn.cancel` to the app). With `stream: true` the answer is `text/event-stream` with `event:`/`data:` pairs: response.created, response.output_item.added, response.content_part.added, response.output_text.delta (each text delta), response.output_text.done, response.content_part.done, response.output_item.done, response.completed.
+         */
+        post: operations["postLocalLiveResponses"];
         delete?: never;
         options?: never;
         head?: never;
@@ -457,6 +652,920 @@ export interface operations {
                         detail?: string;
                         /** @enum {string} */
                         error: "profile_unavailable" | "state_file_corrupt" | "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getCalls: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Settings, their bounds and the open watches. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        bounds: {
+                            min_gap_s: {
+                                max: number;
+                                min: number;
+                            };
+                            per_day: {
+                                max: number;
+                                min: number;
+                            };
+                            per_hour: {
+                                max: number;
+                                min: number;
+                            };
+                        };
+                        /** @constant */
+                        ok: true;
+                        paired: boolean;
+                        rules_max: number;
+                        settings: {
+                            alerts: boolean;
+                            decides: boolean;
+                            enabled: boolean;
+                            min_gap_s: number;
+                            per_day: number;
+                            per_hour: number;
+                            rules: string;
+                            when_asked: boolean;
+                        };
+                        watches: number;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description More than 30 call requests a minute for this profile (`Too many call requests; try again shortly`). */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or its conduit-calls.json cannot be read (left unchanged). Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    putCalls: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    settings: {
+                        alerts?: boolean;
+                        decides?: boolean;
+                        enabled?: boolean;
+                        min_gap_s?: number;
+                        per_day?: number;
+                        per_hour?: number;
+                        rules?: string;
+                        when_asked?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The settings now in force. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        settings: {
+                            alerts: boolean;
+                            decides: boolean;
+                            enabled: boolean;
+                            min_gap_s: number;
+                            per_day: number;
+                            per_hour: number;
+                            rules: string;
+                            when_asked: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description The body is not JSON (`Request body is not JSON`), or a field is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 30 call requests a minute for this profile (`Too many call requests; try again shortly`). */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or its conduit-calls.json cannot be read (left unchanged). Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postCallOutcome: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    age_s?: number;
+                    call_id: string;
+                    kind?: string;
+                    /** @enum {string} */
+                    outcome: "declined" | "missed";
+                    reason?: string;
+                    session_ids: string[];
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Recorded (idempotent per call_id). */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        /** @constant */
+                        status: "recorded";
+                    };
+                };
+            };
+            /** @description The body is not JSON (`Request body is not JSON`), or a field is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description This Hermes profile isn't paired with Conduit. */
+            409: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 30 call requests a minute for this profile (`Too many call requests; try again shortly`). */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or its conduit-calls.json cannot be read (left unchanged). Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    putCallPresence: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    hold_s: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Present for hold_s seconds, or away (hold_s 0). */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        /** @enum {string} */
+                        status: "present" | "away";
+                    };
+                };
+            };
+            /** @description The body is not JSON (`Request body is not JSON`), or a field is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description This Hermes profile isn't paired with Conduit. */
+            409: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 30 call requests a minute for this profile (`Too many call requests; try again shortly`). */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or its conduit-calls.json cannot be read (left unchanged). Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postCallWatch: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    ended_within_s?: number;
+                    hold_s?: number;
+                    session_ids: string[];
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Watching (a session already watched keeps its one watch), or the job has already ended. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        ok: true;
+                        /** @constant */
+                        status: "watching";
+                    } | {
+                        /** @constant */
+                        ok: true;
+                        /** @enum {string} */
+                        outcome: "done" | "failed";
+                        /** @constant */
+                        status: "ended";
+                    };
+                };
+            };
+            /** @description The body is not JSON (`Request body is not JSON`), or a field is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Not paired with Conduit, or `Calls are off for this Hermes profile` (or "call when I ask" is off). */
+            409: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 30 call requests a minute, or 20 watches already (`Too many jobs are already waiting to call you`). */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or its conduit-calls.json cannot be read (left unchanged). Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    putCallWatch: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path: {
+                watch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    hold_s: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Still watching, gone (expired, fired or removed), or ended during the hold (released with hold_s 0: consumed). */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        /** @enum {string} */
+                        status: "watching" | "gone";
+                    } | {
+                        /** @constant */
+                        ok: true;
+                        /** @enum {string} */
+                        outcome: "done" | "failed";
+                        /** @constant */
+                        status: "ended";
+                    };
+                };
+            };
+            /** @description The body is not JSON (`Request body is not JSON`), or a field is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 30 call requests a minute for this profile (`Too many call requests; try again shortly`). */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or its conduit-calls.json cannot be read (left unchanged). Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    deleteCallWatch: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path: {
+                watch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whether a watch was removed. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        removed: boolean;
+                    };
+                };
+            };
+            /** @description `Unknown watch id` (not 24 hex digits). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description More than 30 call requests a minute for this profile (`Too many call requests; try again shortly`). */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or its conduit-calls.json cannot be read (left unchanged). Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
                     };
                 };
             };
@@ -1018,6 +2127,291 @@ export interface operations {
             };
         };
     };
+    postGptLiveSession: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    billing?: "subscription" | "api";
+                    briefing?: string;
+                    call_opening?: boolean;
+                    greeting?: string;
+                    history?: {
+                        [key: string]: unknown;
+                    }[];
+                    sdp: string;
+                    voice?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The SDP answer and the session id. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        auth: "subscription" | "api";
+                        briefing_applied: boolean;
+                        greeting_applied: boolean;
+                        /** @constant */
+                        ok: true;
+                        session: {
+                            id: string;
+                        };
+                        /** @enum {string} */
+                        source: "hermes" | "plugin";
+                        transport: {
+                            sdp: string;
+                            /** @constant */
+                            type: "webrtc";
+                        };
+                        voice: string;
+                    };
+                };
+            };
+            /** @description The body is not JSON (`Request body is not JSON`), or a field is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description API billing is not allowed for this profile, or its daily API calls are set to 0. */
+            403: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 10 sessions a minute for this profile, the daily API-call cap is reached, or OpenAI answered 429. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description OpenAI refused the session, could not be reached, or answered unusably. */
+            502: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description No usable Codex sign-in or API key, or the profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+            /** @description GPT-Live session timed out (32 s). */
+            504: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getGptLiveStatus: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Available, or why not. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        api: {
+                            /** @constant */
+                            auth: "api";
+                            available: boolean;
+                            daily_limit: number;
+                            enabled: boolean;
+                            host: string | null;
+                            model: string;
+                            reason: string | null;
+                            voice: string;
+                        };
+                        /** @constant */
+                        auth: "subscription";
+                        available: boolean;
+                        model: string;
+                        /** @constant */
+                        ok: true;
+                        reason: string | null;
+                        /** @enum {string} */
+                        source: "hermes" | "plugin";
+                        voice: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+            /** @description GPT-Live status timed out (32 s). */
+            504: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
     grokLiveSocket: {
         parameters: {
             query?: {
@@ -1163,6 +2557,89 @@ export interface operations {
             };
         };
     };
+    rotateLocalLiveKey: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new key. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    /** @description no-cache */
+                    Pragma?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        key: string;
+                        /** @constant */
+                        ok: true;
+                        profile: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or Local Live is unavailable on this host. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
     localLiveSocket: {
         parameters: {
             query?: {
@@ -1205,6 +2682,366 @@ export interface operations {
                 content: {
                     "application/json": {
                         detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getLocalLiveStatus: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Available, or why not. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    /** @description no-cache */
+                    Pragma?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        available: boolean;
+                        key: string | null;
+                        model_address: string;
+                        /** @constant */
+                        ok: true;
+                        profile: string;
+                        reason: string | null;
+                        speech_server: boolean;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postLocalLiveChatCompletions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    messages: ({
+                        content?: string | ({
+                            text?: string;
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[] | null;
+                        role: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    model?: string;
+                    stream?: boolean | null;
+                    stream_options?: ({
+                        include_usage?: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    }) | null;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description A chat.completion, or (stream: true) a text/event-stream of chat.completion.chunk events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        choices: {
+                            /** @constant */
+                            finish_reason: "stop";
+                            index: number;
+                            message: {
+                                content: string;
+                                /** @constant */
+                                role: "assistant";
+                            };
+                        }[];
+                        created: number;
+                        id: string;
+                        model: string;
+                        /** @constant */
+                        object: "chat.completion";
+                        usage: {
+                            completion_tokens: number;
+                            prompt_tokens: number;
+                            total_tokens: number;
+                        };
+                    } | unknown;
+                };
+            };
+            /** @description The body is not JSON, or has no user message. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string | null;
+                            message: string;
+                            type: string;
+                        };
+                    };
+                };
+            };
+            /** @description No Local Live key, or not the profile’s current key (a dashboard credential is refused here). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string | null;
+                            message: string;
+                            type: string;
+                        };
+                    };
+                };
+            };
+            /** @description A body over 8 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string | null;
+                            message: string;
+                            type: string;
+                        };
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string | null;
+                            message: string;
+                            type: string;
+                        };
+                    };
+                };
+            };
+            /** @description Local Live is unavailable on this host. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string | null;
+                            message: string;
+                            type: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postLocalLiveResponses: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    input: string | ({
+                        content?: string | ({
+                            text?: string;
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[] | null;
+                        role?: string;
+                        type?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    model?: string;
+                    stream?: boolean | null;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description A response object, or (stream: true) a text/event-stream of Responses events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: number;
+                        id: string;
+                        model: string;
+                        /** @constant */
+                        object: "response";
+                        output: {
+                            content: {
+                                annotations: unknown[];
+                                text: string;
+                                /** @constant */
+                                type: "output_text";
+                            }[];
+                            id: string;
+                            /** @constant */
+                            role: "assistant";
+                            /** @constant */
+                            status: "completed";
+                            /** @constant */
+                            type: "message";
+                        }[];
+                        output_text: string;
+                        /** @constant */
+                        status: "completed";
+                        usage: {
+                            input_tokens: number;
+                            output_tokens: number;
+                            total_tokens: number;
+                        };
+                    } | unknown;
+                };
+            };
+            /** @description The body is not JSON, or has no user message. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string | null;
+                            message: string;
+                            type: string;
+                        };
+                    };
+                };
+            };
+            /** @description No Local Live key, or not the profile’s current key (a dashboard credential is refused here). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string | null;
+                            message: string;
+                            type: string;
+                        };
+                    };
+                };
+            };
+            /** @description A body over 8 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string | null;
+                            message: string;
+                            type: string;
+                        };
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string | null;
+                            message: string;
+                            type: string;
+                        };
+                    };
+                };
+            };
+            /** @description Local Live is unavailable on this host. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string | null;
+                            message: string;
+                            type: string;
+                        };
                     };
                 };
             };

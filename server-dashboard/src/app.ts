@@ -29,7 +29,7 @@ import { DesktopSelectionPublisher } from './notifier/desktop-selection.js';
 import { gatewayObserver } from './notifier/gateway-observer.js';
 import { Notifier, type ProfileScope } from './notifier/notifier.js';
 import { PLUGIN_CAPABILITIES } from './notifier/events.js';
-import { MCP_PATH, mcpRoutes } from './mcp/mcp-endpoint.js';
+import { MCP_PATH, TOOLS_NEEDING_CONTEXT, mcpRoutes } from './mcp/mcp-endpoint.js';
 import { readOrCreateMcpToken } from './mcp/mcp-token.js';
 import { HostMetrics, METRICS_PATH } from './metrics.js';
 import { readSessionTitle } from './notifier/session-titles.js';
@@ -44,6 +44,11 @@ import { ProfileSettings } from './settings/profile-settings.js';
 import { HOST_FEATURES } from './features/index.js';
 import type { FeatureKernel, HostFeature } from './kernel/feature.js';
 import { systemTimers } from './kernel/timers.js';
+import { CALL_SWEEP_MS, CallDispatcher } from './features/calls/call-dispatch.js';
+import { ToolContextSigner } from './mcp/tool-context.js';
+import { LiveActivityReporter } from './features/live-activities/reporter.js';
+import { progressPoster, progressTarget } from './features/live-activities/progress-client.js';
+import { isLoopbackHost } from './kernel/loopback.js';
 
 /** Where our own routes live; everything else belongs to the Hermes dashboard we front. */
 export const PLUGIN_PREFIX = '/api/plugins/conduit_push/';
@@ -70,6 +75,24 @@ export interface Host {
   hookToken: string;
   queue: DeliveryQueue;
   notifier: Notifier;
+  /** Calls from Hermes: watched jobs' turn ends and holds that ran out (features/calls). */
+  calls: CallDispatcher;
+  /** Lock Screen progress reported to the relay (features/live-activities). */
+  progress: LiveActivityReporter;
+}
+
+/**
+ * Why feature routes with a credential of their own are refused here, or null. In front of a Hermes
+ * dashboard that has no login of its own, reachable beyond loopback because the operator accepted it,
+ * such a credential would sit beside no sign-in at all: the seed's "a public dashboard with no other
+ * sign-in provider" (see exposure.ts).
+ */
+function tokenRoutesRefusal(config: HostConfig): string | null {
+  if (config.fronting.mode !== 'dashboard' || isLoopbackHost(config.host) || !config.allowOpenDashboard) return null;
+  return (
+    'This host is reachable beyond loopback in front of a Hermes dashboard without a login of its own ' +
+    '(CONDUIT_HOST_ALLOW_OPEN_DASHBOARD); give the dashboard a sign-in and unset that setting'
+  );
 }
 
 /** Whether a canonical target (see request-guard.ts) is ours; everything else goes to the dashboard. */
@@ -187,8 +210,9 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
   const approvals = new ApprovalBook(clock);
   const settings = new ProfileSettings();
   const spool = new Spool(path.join(config.stateDir, 'spool'), log);
+  const sender = metrics.instrumentSender(relaySender(deps.gateway, deps.prepare));
   const queue = new DeliveryQueue(
-    metrics.instrumentSender(relaySender(deps.gateway, deps.prepare)),
+    sender,
     {
       capacity: limits.queueCapacity,
       maxAgeMs: limits.spoolMaxAgeS * 1000,
@@ -225,6 +249,28 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     sleep: deps.sleep,
     pollBaseMs: limits.clarifyPollMs,
   });
+  const calls = new CallDispatcher({
+    clock,
+    log,
+    pluginVersion: config.loadedVersion,
+    hermesHome: config.hermesHome,
+    send: (profile, event) => sender.send(profile, event),
+    enqueue: (profile, event) => queue.enqueue(profile, event),
+    sleep: deps.sleep,
+    timers: config.timers ?? systemTimers,
+  });
+  const toolContext = new ToolContextSigner(() => clock.now());
+  const progress = new LiveActivityReporter({
+    clock,
+    timers: config.timers ?? systemTimers,
+    log,
+    target: progressTarget,
+    post: progressPoster({
+      userAgent: `Conduit-Host/${config.loadedVersion}`,
+      timeoutMs: limits.relayTimeoutMs,
+      ...(config.relayFetch ? { fetch: config.relayFetch } : {}),
+    }),
+  });
   const notifier = new Notifier({
     clock,
     log,
@@ -236,6 +282,23 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     sessionTitle,
     appTurnSource: (profile, userMessage, startedAt) => submissions.placeTurn(profile.name, userMessage, startedAt),
     approvals: approvalCards,
+    calls: {
+      async turnEnded(profile, sessionId, outcome, usual) {
+        await calls.turnEnded(profile, sessionId, outcome, usual);
+        // Every turn end also looks for holds that ran out, so a restart never loses a call.
+        void calls.sweep();
+      },
+      takeNote: (profile, sessionId) => calls.takeNote(profile, sessionId),
+      alertRaised: (profile, sessionId, kind, reason, seed) =>
+        calls.alertRaised(profile, sessionId, kind, reason, seed),
+      alertSettled: (profile, sessionId, kind) => calls.alertSettled(profile, sessionId, kind),
+    },
+    progress,
+    toolContext: {
+      tools: TOOLS_NEEDING_CONTEXT,
+      mint: (profile, sessionId, turnId, isChild) =>
+        toolContext.mint({ home: profile.home, sessionId, turnId, isChild }),
+    },
     clarify,
   });
 
@@ -249,6 +312,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     log,
     serviceEnv: config.serviceEnv ?? {},
     upstreams: config.upstreams ?? {},
+    tokenRoutesRefusal: tokenRoutesRefusal(config),
   };
   // Every other plugin route accepts only callers the dashboard accepts (or the standalone token).
   // The check is a hook of this encapsulated scope, so it runs on the route the router matched —
@@ -286,6 +350,12 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     // Each feature is its own encapsulated plugin: its body parsing and error shape stay its own.
     for (const feature of deps.features) await plugin.register(async (scope) => feature.register(scope, kernel));
   });
+  // Routes that take a feature's own credential: a scope beside the authenticated one, so its caller
+  // check is theirs alone and their credential opens nothing else.
+  for (const feature of deps.features) {
+    const register = feature.registerTokenRoutes;
+    if (register) await app.register(async (scope) => register(scope, kernel));
+  }
   await metrics.routes(app, { verifier, metricsToken: config.metricsToken });
   hookRoutes(app, { hermesHome: config.hermesHome, hookToken, bodyLimit: limits.hookBodyBytes, notifier, log });
   mcpRoutes(app, {
@@ -294,6 +364,9 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     settings,
     version: config.loadedVersion,
     log,
+    clock,
+    toolContext,
+    calls,
   });
 
   await controlRoutes(app, await readOrCreateControlToken(config.stateDir), {
@@ -318,6 +391,8 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
   await queue.start();
   const flushTimer = setInterval(() => notifier.flushDueReplies(), Math.max(50, Math.min(1000, limits.replyHoldMs)));
   flushTimer.unref();
+  const callSweepTimer = setInterval(() => void calls.sweep(), CALL_SWEEP_MS);
+  callSweepTimer.unref();
   // Before the server stops accepting: release held clarify calls so closing never waits on them.
   app.addHook('preClose', async () => {
     clarify.shutdown();
@@ -325,11 +400,13 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
   });
   app.addHook('onClose', async () => {
     clearInterval(flushTimer);
+    clearInterval(callSweepTimer);
+    progress.stop();
     desktopSelection.stop();
     await queue.stop();
   });
   await app.ready();
-  return { app, hookToken, queue, notifier };
+  return { app, hookToken, queue, notifier, calls, progress };
 }
 
 /** Builds a ready host service app from its configuration. */

@@ -33,8 +33,13 @@ describe('GET /api/plugins/conduit_push/capabilities', () => {
       'web-search',
       'memory',
       'personality',
+      'gpt-live',
       'grok-live',
       'e2e-notifications',
+      'hermes-calls',
+      'hermes-call-presence',
+      'hermes-call-outcomes',
+      'local-live',
       'cron-notifications',
       'reply-sources',
       'approval-answers',
@@ -90,9 +95,9 @@ describe('every listed capability is served', () => {
       const response = await fetch(baseUrl + route.path, {
         method: route.method,
         headers: { authorization: `Bearer ${TEST_TOKEN}`, 'content-type': 'application/json' },
-        ...(route.method === 'POST' ? { body: '{}' } : {}),
+        ...(route.method !== 'GET' ? { body: '{}' } : {}),
       });
-      // A GET answers 200; a POST without a body answers its validation error, never 404.
+      // A GET answers 200; a POST or PUT with an empty object answers its validation error, never 404.
       expect([capability, response.status]).toEqual([capability, route.method === 'GET' ? 200 : 400]);
     }
   });

@@ -16,8 +16,24 @@ import { getGeminiLiveStatus, postGeminiLiveToken } from './gemini-live.js';
 import { getWebSearchStatus, postWebSearch } from './web-search.js';
 import { getMemoryContext, postMemoryRecall } from './memory.js';
 import { getPersonality } from './personality.js';
+import { getGptLiveStatus, postGptLiveSession } from './gpt-live.js';
 import { getGrokLiveStatus, grokLiveSocket } from './grok-live.js';
 import { localLiveSocket } from './speech-server.js';
+import {
+  getLocalLiveStatus,
+  rotateLocalLiveKey,
+  postLocalLiveChatCompletions,
+  postLocalLiveResponses,
+} from './local-live.js';
+import {
+  getCalls,
+  putCalls,
+  postCallWatch,
+  putCallWatch,
+  deleteCallWatch,
+  putCallPresence,
+  postCallOutcome,
+} from './calls.js';
 
 export { getCapabilities, capabilitiesResponse };
 export { respondApproval };
@@ -26,7 +42,10 @@ export { postPair, getE2e, postE2e };
 export { getMetrics };
 export { getGeminiLiveStatus, postGeminiLiveToken, getWebSearchStatus, postWebSearch };
 export { getMemoryContext, postMemoryRecall, getPersonality };
+export { getGptLiveStatus, postGptLiveSession };
 export { getGrokLiveStatus, grokLiveSocket, localLiveSocket };
+export { getLocalLiveStatus, rotateLocalLiveKey, postLocalLiveChatCompletions, postLocalLiveResponses };
+export { getCalls, putCalls, postCallWatch, putCallWatch, deleteCallWatch, putCallPresence, postCallOutcome };
 
 /** The host service's plugin routes, served where the Conduit app expects the Hermes dashboard. */
 export const dashboardSurface = {
@@ -52,8 +71,21 @@ export const dashboardSurface = {
     getMemoryContext,
     postMemoryRecall,
     getPersonality,
+    getGptLiveStatus,
+    postGptLiveSession,
     getGrokLiveStatus,
     grokLiveSocket,
     localLiveSocket,
+    getLocalLiveStatus,
+    rotateLocalLiveKey,
+    postLocalLiveChatCompletions,
+    postLocalLiveResponses,
+    getCalls,
+    putCalls,
+    postCallWatch,
+    putCallWatch,
+    deleteCallWatch,
+    putCallPresence,
+    postCallOutcome,
   },
 } satisfies Surface;

@@ -10,6 +10,7 @@ import { MCP_PATH, MCP_SERVER_NAME } from '../mcp/mcp-endpoint.js';
 import { readOrCreateMcpToken } from '../mcp/mcp-token.js';
 import { BRIDGE_SCRIPT_NAMES, chooseHookRunner, type HookRunner } from './bridge-script.js';
 import { BRIDGED_HOOKS } from './hook-payload.js';
+import { installCallingSkill, removeCallingSkill } from '../features/calls/calling-skill.js';
 
 /** Any command that runs one of the bridge scripts is ours, whatever its path or interpreter. */
 function isOurCommand(command: string): boolean {
@@ -65,8 +66,10 @@ export function applyHooks(doc: Document, options: SetupOptions): boolean {
     seq.items = seq.items.filter((item) => !isOurs(item));
     if (!options.remove) {
       const entry: Record<string, unknown> = {};
-      // Only clarify needs the tool hooks; a matcher keeps every other tool call free of the bridge.
-      if (event === 'pre_tool_call' || event === 'post_tool_call') entry.matcher = 'clarify';
+      // pre_tool_call sees every tool call (a tool start is Lock Screen progress; clarify is held for
+      // the phone's answer; the Conduit tools that need their calling turn get it signed in). Only
+      // clarify needs post_tool_call; a matcher keeps every other tool's end free of the bridge.
+      if (event === 'post_tool_call') entry.matcher = 'clarify';
       entry.command = hookCommand(options, event);
       entry.timeout = event === 'pre_tool_call' ? HELD_TIMEOUT_S : EVENT_TIMEOUT_S;
       entry.fail_closed = false;
@@ -190,9 +193,12 @@ export async function setupHermes(options: SetupOptions): Promise<{ configFile: 
   const before = doc.toString();
   applyHooks(doc, options);
   applyMcp(doc, options);
-  const changed = doc.toString() !== before;
+  let changed = doc.toString() !== before;
   if (changed) await writeFileAtomic(configFile, doc.toString());
   await applyConsent(options);
+  // The skill conduit_call_user's description points to.
+  if (options.remove) await removeCallingSkill(options.profileHome);
+  else changed = (await installCallingSkill(options.profileHome)) === 'installed' || changed;
   return { configFile, changed };
 }
 

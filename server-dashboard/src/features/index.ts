@@ -1,5 +1,7 @@
 import type { HostFeature } from '../kernel/feature.js';
+import { callsFeature } from './calls/index.js';
 import { geminiLiveFeature } from './gemini-live/index.js';
+import { gptLiveFeature } from './gpt-live/index.js';
 import { grokLiveFeature } from './grok-live/index.js';
 import { memoryFeature } from './memory/index.js';
 import { personalityFeature } from './personality/index.js';
@@ -15,6 +17,8 @@ export const HOST_FEATURES: readonly HostFeature[] = [
   webSearchFeature,
   memoryFeature,
   personalityFeature,
+  gptLiveFeature,
   grokLiveFeature,
   speechServerFeature,
+  callsFeature,
 ];

@@ -9,7 +9,7 @@ import type { Timers } from './timers.js';
  */
 export interface FeatureCapability {
   name: string;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT';
   path: string;
 }
 
@@ -26,6 +26,10 @@ export interface UpstreamOrigins {
   firecrawl?: string;
   /** xAI's realtime socket origin (`wss://api.x.ai`); a `ws://` loopback stand-in in tests. */
   xai?: string;
+  /** OpenAI's API origin (`https://api.openai.com`), where the API-billed GPT-Live path goes. */
+  openai?: string;
+  /** ChatGPT's origin (`https://chatgpt.com`), where the subscription GPT-Live path goes. */
+  chatgpt?: string;
 }
 
 /** What the kernel hands every feature: shared services, never another feature. */
@@ -38,6 +42,13 @@ export interface FeatureKernel {
   /** The service's own environment, the default profile's fallback for keys (kernel/profile-files.ts). */
   serviceEnv: Readonly<Record<string, string | undefined>>;
   upstreams: UpstreamOrigins;
+  /**
+   * Why routes that take a credential of their own (`registerTokenRoutes`) must not be served here, or
+   * null. Set when this host listens beyond loopback in front of a Hermes dashboard the operator let
+   * run without a login of its own (CONDUIT_HOST_ALLOW_OPEN_DASHBOARD): there is then no sign-in
+   * beside such a credential (the seed, Local Live).
+   */
+  tokenRoutesRefusal: string | null;
 }
 
 /**
@@ -51,4 +62,11 @@ export interface HostFeature {
   name: string;
   capabilities: readonly FeatureCapability[];
   register(scope: FastifyInstance, kernel: FeatureKernel): Promise<void> | void;
+  /**
+   * Routes that take a credential of the feature's own instead of the dashboard sign-in (what Hermes'
+   * token-route seam gives a plugin). app.ts registers them in an encapsulated scope of their own,
+   * outside the authenticated one: the feature's `onRequest` check is the only caller check they run,
+   * and that credential is never accepted by any other route.
+   */
+  registerTokenRoutes?(scope: FastifyInstance, kernel: FeatureKernel): Promise<void> | void;
 }

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type WebSocket from 'ws';
 import type { z } from 'zod';
 import type { ProfileScope } from '../notifier/notifier.js';
 import { DetailError } from './detail-errors.js';
@@ -43,8 +44,19 @@ export interface RelayedCallRoute<Query extends { profile?: string | undefined }
   clientFrameLimitBytes: number;
   upstreamFrameLimitBytes: number;
   idle?: { ms: number; close: RelayClose };
+  /**
+   * Told of each call once it is being relayed: what it returns reads the app's text frames first
+   * (true keeps one on the host) and is told when the call ends.
+   */
+  attach?(call: { profile: ProfileScope; query: Query; socket: WebSocket }): CallAttachment;
   /** The profile's target, or the close that refuses the call (nothing configured: 4503). */
   target(profile: ProfileScope, query: Query): Promise<RelayTarget | RelayClose>;
+}
+
+/** A feature's hold on one relayed call (see RelayedCallRoute.attach). */
+export interface CallAttachment {
+  keepClientText(frame: Buffer): boolean;
+  ended(): void;
 }
 
 function isTarget(value: RelayTarget | RelayClose): value is RelayTarget {
@@ -102,7 +114,12 @@ export function relayedCallRoute<Query extends { profile?: string | undefined }>
         return refuse(target);
       }
       kernel.log.info(`${route.name} call starting`, { profile: profile.name, credential: target.credential });
-      started = release;
+      const attachment = route.attach?.({ profile, query: query.data, socket });
+      const end = (): void => {
+        release();
+        attachment?.ended();
+      };
+      started = end;
       relaySocket({
         client: socket,
         upstreamUrl: target.url,
@@ -116,7 +133,8 @@ export function relayedCallRoute<Query extends { profile?: string | undefined }>
         upstreamFrameLimitBytes: route.upstreamFrameLimitBytes,
         ...(route.idle ? { idleCloseMs: route.idle.ms, idleClose: route.idle.close } : {}),
         failures: target.failures,
-        onEnd: release,
+        ...(attachment ? { keepClientText: (frame: Buffer) => attachment.keepClientText(frame) } : {}),
+        onEnd: end,
       });
     } catch (error) {
       started?.();

@@ -87,6 +87,11 @@ export interface SocketRelayOptions {
   /** The close an idle client gets. */
   idleClose?: RelayClose;
   failures: UpstreamFailures;
+  /**
+   * Reads each client text frame before it is relayed; true keeps it on the host (a frame addressed
+   * to this host, such as Local Live's turn frames, which the provider must never see).
+   */
+  keepClientText?: (frame: Buffer) => boolean;
   /** Called once when both sides are done (to give back a concurrency slot). */
   onEnd(): void;
 }
@@ -151,6 +156,7 @@ export function relaySocket(options: SocketRelayOptions): void {
       return;
     }
     armIdle();
+    if (!isBinary && options.keepClientText?.(frame)) return;
     // ws may still emit a frame it had read when the client was paused; it waits for the open.
     if (upstream.readyState === WebSocket.CONNECTING) early.push({ frame, isBinary });
     else forward(frame, isBinary, upstream, client);

@@ -9,19 +9,58 @@ import type { Logger } from '../log.js';
 import type { ProfileScope } from '../notifier/notifier.js';
 import type { ProfileSettings } from '../settings/profile-settings.js';
 import { conduitStatus } from './conduit-status.js';
+import { TOOL_CONTEXT_ARG, type ToolContextSigner } from './tool-context.js';
+import { readCredentials } from '../credentials/credential-store.js';
+import { isPaired } from '../credentials/credential-file.js';
+import {
+  CALL_USER_DESCRIPTION,
+  CALL_USER_TOOL,
+  callUserInput,
+  requestCall,
+  type CallUserAnswer,
+} from '../features/calls/call-tool.js';
+import { settingsOf, type CallsState } from '../features/calls/calls-state.js';
+import type { Clock } from '../clock.js';
 
 /** Where Hermes reaches the conduit_* tools; outside /api, so it is never proxied to the dashboard. */
 export const MCP_PATH = '/_conduit/mcp';
 export const MCP_SERVER_NAME = 'conduit';
 
 /**
- * The tools served today. Only what the host core can really answer: the seed's other tools
- * (conduit_call_user, conduit_present, conduit_health, conduit_location, …) need features this
- * service does not have yet, and a tool that cannot work must not be offered to the model.
+ * The tools served. Only what this service can really answer: the seed's other tools (conduit_present,
+ * conduit_health, conduit_location, …) need features this service does not have yet, and a tool that
+ * cannot work must not be offered to the model. conduit_call_user is offered only while the profile
+ * is paired and "call when I ask" or "Hermes decides" is on.
  */
-export const MCP_TOOLS = ['conduit_status'] as const;
+export const MCP_TOOLS = ['conduit_status', CALL_USER_TOOL] as const;
 
-function buildServer(profile: ProfileScope, options: McpEndpointOptions): McpServer {
+/** The name Hermes gives one of this server's tools (`mcp_<server>_<tool>`), as its hooks see it. */
+export function hermesToolName(tool: string): string {
+  return `mcp_${MCP_SERVER_NAME}_${tool}`;
+}
+
+/** The tools whose calls the pre_tool_call hook signs with the calling turn (tool-context.ts). */
+export const TOOLS_NEEDING_CONTEXT: readonly string[] = [hermesToolName(CALL_USER_TOOL)];
+
+function answered(answer: CallUserAnswer) {
+  return {
+    content: [{ type: 'text' as const, text: JSON.stringify(answer) }],
+    structuredContent: answer,
+    ...(answer.status === 'refused' ? { isError: true } : {}),
+  };
+}
+
+async function callUserVisible(profile: ProfileScope, options: McpEndpointOptions): Promise<boolean> {
+  try {
+    if (!isPaired(await readCredentials(profile.home))) return false;
+    const settings = settingsOf(await options.calls.stateOf(profile.home).read(options.clock.now() / 1000));
+    return settings.when_asked || settings.decides;
+  } catch {
+    return false; // an unreadable credential or calls file: not offered
+  }
+}
+
+async function buildServer(profile: ProfileScope, options: McpEndpointOptions): Promise<McpServer> {
   const server = new McpServer({ name: MCP_SERVER_NAME, version: options.version });
   server.registerTool(
     'conduit_status',
@@ -46,6 +85,49 @@ function buildServer(profile: ProfileScope, options: McpEndpointOptions): McpSer
       }
     },
   );
+  if (await callUserVisible(profile, options)) {
+    server.registerTool(
+      CALL_USER_TOOL,
+      {
+        title: 'Call the user',
+        description: CALL_USER_DESCRIPTION,
+        inputSchema: callUserInput,
+        annotations: { readOnlyHint: false, openWorldHint: true },
+      },
+      async (args) => {
+        const context = options.toolContext.verify(args[TOOL_CONTEXT_ARG], profile.home);
+        if (!context) {
+          return answered({
+            status: 'refused',
+            message:
+              "This call did not come through this profile's Conduit hook, so the chat to ring for is unknown; run `conduit setup-hermes` and restart Hermes. No call was placed.",
+          });
+        }
+        if (context.isChild) {
+          return answered({
+            status: 'refused',
+            message: "Subagents can't call the user; the agent that started you can. No call was placed.",
+          });
+        }
+        try {
+          const answer = await requestCall(
+            options.calls.stateOf(profile.home),
+            options.clock.now() / 1000,
+            context.sessionId,
+            args,
+          );
+          options.log.info('conduit_call_user', { status: answer.status, asked: args.asked_by_user });
+          return answered(answer);
+        } catch (error) {
+          options.log.warn('conduit_call_user failed', { error: error instanceof Error ? error.name : 'error' });
+          return answered({
+            status: 'refused',
+            message: 'The Conduit call settings could not be read. No call was placed.',
+          });
+        }
+      },
+    );
+  }
   return server;
 }
 
@@ -56,6 +138,10 @@ export interface McpEndpointOptions {
   settings: ProfileSettings;
   version: string;
   log: Logger;
+  clock: Clock;
+  /** Signs and checks the calling turn of a tool call (tool-context.ts). */
+  toolContext: ToolContextSigner;
+  calls: { stateOf(home: string): CallsState };
 }
 
 function refuse(reply: FastifyReply, status: number, error: string): FastifyReply {
@@ -88,7 +174,7 @@ export function mcpRoutes(app: FastifyInstance, options: McpEndpointOptions): vo
       if (!query.success) return refuse(reply, 400, 'invalid_query');
       const profile = resolveProfile(options.hermesHome, query.data.profile);
 
-      const server = buildServer(profile, options);
+      const server = await buildServer(profile, options);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       reply.hijack();
       reply.raw.on('close', () => {

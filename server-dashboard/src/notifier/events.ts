@@ -1,4 +1,4 @@
-import type { ApprovalDecision, ClarifyDecision, ClarifyQuestion } from '@conduit/contracts/relay/events';
+import type { ApprovalDecision, CallRequest, ClarifyDecision, ClarifyQuestion } from '@conduit/contracts/relay/events';
 import { BODY_MAX, TITLE_MAX, clean } from './text.js';
 import type { NotificationType } from './titles.js';
 
@@ -13,6 +13,8 @@ export interface NotificationEvent {
   title?: string;
   body?: string;
   decision?: ApprovalDecision | ClarifyDecision;
+  /** The call of a `call.requested` event: its id, how the job ended, the chats to open. */
+  call?: CallRequest;
 }
 
 /** What this host tells the relay it can do, on every event. */
@@ -22,6 +24,7 @@ export const PLUGIN_CAPABILITIES = [
   'batch-clarify-decisions',
   'version-reporting',
   'e2e-v1',
+  'hermes-calls',
 ] as const;
 
 export const MAX_QUESTIONS = 8;

@@ -12,6 +12,7 @@ import { plainText } from './text.js';
 import { notificationTitle, type NotificationType } from './titles.js';
 import { voicePersonaNote } from './voice-note.js';
 import { setBounded } from '../bounded-map.js';
+import { TOOL_CONTEXT_ARG } from '../mcp/tool-context.js';
 
 /** A Hermes profile the hook came from: its name and its home folder. */
 export interface ProfileScope {
@@ -20,7 +21,12 @@ export interface ProfileScope {
 }
 
 /** What the hook command prints back to Hermes; null prints nothing. */
-export type HookAnswer = { context: string } | { action: 'block'; message: string } | null;
+export type HookAnswer =
+  | { context: string }
+  | { action: 'block'; message: string }
+  /** pre_tool_call: the tool runs with these arguments instead. */
+  | { action: 'modify'; args: Record<string, unknown> }
+  | null;
 
 export interface NotifierPorts {
   clock: Clock;
@@ -47,6 +53,46 @@ export interface NotifierPorts {
     raised(profile: ProfileScope, payload: HookPayload, event: NotificationEvent): Promise<void> | void;
     /** Answered natively (post_approval_response): the card is retired. */
     answered(profile: ProfileScope, sessionKey: string): void;
+  };
+  /**
+   * Calls from Hermes (features/calls): a turn end of a watched job calls instead of its usual push,
+   * and a declined or missed call is told to the next turn of its sessions. Absent: the usual push.
+   */
+  calls?: {
+    turnEnded(
+      profile: ProfileScope,
+      sessionId: string,
+      outcome: 'done' | 'failed' | 'stopped',
+      usual: NotificationEvent | null,
+    ): Promise<void>;
+    takeNote(profile: ProfileScope, sessionId: string): Promise<string | null>;
+    /** An approval or question waits on the user; with alerts on it rings after a minute unanswered. */
+    alertRaised(
+      profile: ProfileScope,
+      sessionId: string,
+      kind: 'approval' | 'question',
+      reason: string,
+      seed: string,
+    ): void;
+    /** It was answered (natively or on the phone): no call. */
+    alertSettled(profile: ProfileScope, sessionId: string | undefined, kind: 'approval' | 'question'): void;
+  };
+  /** Lock Screen progress of the turns (features/live-activities); absent: none reported. */
+  progress?: {
+    thinking(profile: ProfileScope, sessionId: string): void;
+    toolStarted(profile: ProfileScope, sessionId: string, toolName: string): void;
+    waiting(profile: ProfileScope, sessionId: string, phase: 'approval' | 'input'): void;
+    resumed(profile: ProfileScope, sessionId: string): void;
+    responding(profile: ProfileScope, sessionId: string): void;
+    ended(profile: ProfileScope, sessionId: string, phase: 'done' | 'failed' | 'stopped'): void;
+  };
+  /**
+   * The Conduit MCP tools that need their calling turn (Hermes' names for them) and the signed context
+   * added to their arguments (mcp/tool-context.ts). Absent: their calls pass unchanged.
+   */
+  toolContext?: {
+    tools: readonly string[];
+    mint(profile: ProfileScope, sessionId: string, turnId: string | undefined, isChild: boolean): string;
   };
   clarify: {
     /** Holds a clarify call for an answer from the phone; null lets Hermes' native clarify run. */
@@ -113,10 +159,17 @@ export class Notifier {
     switch (payload.hook_event_name) {
       case 'pre_llm_call': {
         if (sessionId) this.turnStarted(state, sessionId, hookString(payload, 'turn_id'));
-        const note = voicePersonaNote(hookArg(payload, 'conversation_history'), hookArg(payload, 'user_message'));
-        return note ? { context: note } : null;
+        if (sessionId && !state.children.has(sessionId)) this.ports.progress?.thinking(profile, sessionId);
+        const voice = voicePersonaNote(hookArg(payload, 'conversation_history'), hookArg(payload, 'user_message'));
+        const call =
+          sessionId && !state.children.has(sessionId) && this.ports.calls
+            ? await this.ports.calls.takeNote(profile, sessionId).catch(() => null)
+            : null;
+        const notes = [call, voice].filter((note): note is string => Boolean(note));
+        return notes.length > 0 ? { context: notes.join('\n\n') } : null;
       }
       case 'post_llm_call':
+        if (sessionId && !state.children.has(sessionId)) this.ports.progress?.responding(profile, sessionId);
         await this.onReply(profile, state, payload, sessionId);
         return null;
       case 'on_session_end':
@@ -128,6 +181,8 @@ export class Notifier {
       case 'post_approval_response': {
         const key = hookString(payload, 'session_key');
         if (key) this.ports.approvals.answered(profile, key);
+        this.ports.calls?.alertSettled(profile, sessionId || undefined, 'approval');
+        if (sessionId) this.ports.progress?.resumed(profile, sessionId);
         return null;
       }
       case 'subagent_start': {
@@ -142,11 +197,38 @@ export class Notifier {
       case 'subagent_stop':
         await this.onSubagentStop(profile, state, payload);
         return null;
-      case 'pre_tool_call':
+      case 'pre_tool_call': {
+        if (sessionId && payload.tool_name && !state.children.has(sessionId)) {
+          if (payload.tool_name === 'clarify') this.ports.progress?.waiting(profile, sessionId, 'input');
+          else this.ports.progress?.toolStarted(profile, sessionId, payload.tool_name);
+        }
+        const signer = this.ports.toolContext;
+        if (signer && sessionId && payload.tool_name && signer.tools.includes(payload.tool_name)) {
+          const args = typeof payload.tool_input === 'object' && payload.tool_input !== null ? payload.tool_input : {};
+          const context = signer.mint(
+            profile,
+            sessionId,
+            hookString(payload, 'turn_id'),
+            state.children.has(sessionId),
+          );
+          return { action: 'modify', args: { ...args, [TOOL_CONTEXT_ARG]: context } };
+        }
         if (payload.tool_name !== 'clarify') return null;
-        return this.ports.clarify.ask(profile, payload, state.children.has(sessionId));
+        const isChild = state.children.has(sessionId);
+        if (!isChild) {
+          const seed = hookString(payload, 'tool_call_id') ?? hookString(payload, 'turn_id') ?? '';
+          this.ports.calls?.alertRaised(profile, sessionId, 'question', clarificationText(payload.tool_input), seed);
+        }
+        const answer = await this.ports.clarify.ask(profile, payload, isChild);
+        // Answered on the phone (the hook carries the answer back): no call. Otherwise Hermes asks natively.
+        if (answer !== null) this.ports.calls?.alertSettled(profile, sessionId, 'question');
+        return answer;
+      }
       case 'post_tool_call':
-        if (payload.tool_name === 'clarify') this.ports.clarify.settledNatively(profile, payload);
+        if (payload.tool_name === 'clarify') {
+          this.ports.clarify.settledNatively(profile, payload);
+          this.ports.calls?.alertSettled(profile, sessionId, 'question');
+        }
         return null;
       default:
         return null;
@@ -265,20 +347,29 @@ export class Notifier {
     const held = state.heldReplies.get(sessionId);
     state.heldReplies.delete(sessionId);
     if (state.children.has(sessionId)) return;
-    if (hookBool(payload, 'completed')) {
-      if (held) this.ports.enqueue(profile, held.event);
-      return;
-    }
-    if (hookBool(payload, 'interrupted')) return; // the user stopped it: no reply, no failure notice
-    if (await this.cronMuted(profile, payload, sessionId)) return;
+    const { outcome, usual } = await this.turnEndPush(profile, payload, sessionId, held);
+    this.ports.progress?.ended(profile, sessionId, outcome);
+    if (this.ports.calls) await this.ports.calls.turnEnded(profile, sessionId, outcome, usual);
+    else if (usual) this.ports.enqueue(profile, usual);
+  }
+
+  /** How a turn ended, and the push it sends: its reply, its failure notice, or none. */
+  private async turnEndPush(
+    profile: ProfileScope,
+    payload: HookPayload,
+    sessionId: string,
+    held: HeldReply | undefined,
+  ): Promise<{ outcome: 'done' | 'failed' | 'stopped'; usual: NotificationEvent | null }> {
+    if (hookBool(payload, 'completed')) return { outcome: 'done', usual: held?.event ?? null };
+    // The user stopped it: no reply, no failure notice.
+    if (hookBool(payload, 'interrupted')) return { outcome: 'stopped', usual: null };
+    if (await this.cronMuted(profile, payload, sessionId)) return { outcome: 'failed', usual: null };
     const turnId = hookString(payload, 'turn_id');
-    this.ports.enqueue(
-      profile,
-      this.event(profile, 'turn.failed', eventId('failure', turnId, sessionId), {
-        sessionId,
-        title: await this.titled(profile, 'turn.failed', sessionId),
-      }),
-    );
+    const usual = this.event(profile, 'turn.failed', eventId('failure', turnId, sessionId), {
+      sessionId,
+      title: await this.titled(profile, 'turn.failed', sessionId),
+    });
+    return { outcome: 'failed', usual };
   }
 
   private async onApproval(profile: ProfileScope, payload: HookPayload) {
@@ -301,6 +392,11 @@ export class Notifier {
       decision: approvalDecision(sessionKey, description),
     });
     await this.ports.approvals.raised(profile, payload, event);
+    const turnSession = hookString(payload, 'session_id') ?? '';
+    if (turnSession) {
+      this.ports.calls?.alertRaised(profile, turnSession, 'approval', description, id);
+      this.ports.progress?.waiting(profile, turnSession, 'approval');
+    }
   }
 
   private async onSubagentStop(profile: ProfileScope, state: ProfileState, payload: HookPayload) {

@@ -17,14 +17,44 @@ export const CAPABILITY_PATHS = {
   'approval-answers': { method: 'POST', path: '/api/plugins/conduit_push/approvals/respond' },
 } as const;
 
+/** The reference plugin's `ROUTE_CAPABILITIES`, in its order (ROUTES.md, Capabilities). */
+const REFERENCE_ORDER = [
+  'gemini-live',
+  'web-search',
+  'memory',
+  'personality',
+  'gpt-live',
+  'grok-live',
+  'voice-sessions',
+  'voice-tags',
+  'voice-summary',
+  'session-takeover',
+  'e2e-notifications',
+  'watch-tools',
+  'watch-jobs',
+  'watch-job-follow-ups',
+  'watch-live-token',
+  'watch-audio',
+  'desktop-views',
+  'hermes-calls',
+  'hermes-call-presence',
+  'hermes-call-outcomes',
+];
+
 /**
- * Everything the service serves, in a stable order: the registered features' families first (in the
- * reference's order: gemini-live, web-search, memory, personality, …), then the core's. A feature is
- * listed whether or not its provider is configured; its status route says whether it is available.
+ * Everything the service serves, in a stable order: the reference's capabilities in its order, then
+ * the others (the later seed's, this host's) in the order they are registered. A feature is listed
+ * whether or not its provider is configured; its status route says whether it is available.
  */
 export function servedCapabilities(features: readonly HostFeature[]): FeatureCapability[] {
   const core = Object.entries(CAPABILITY_PATHS).map(([name, route]) => ({ name, ...route }));
-  return [...features.flatMap((feature) => feature.capabilities), ...core];
+  const all = [...features.flatMap((feature) => feature.capabilities), ...core];
+  const rank = (name: string): number => {
+    const index = REFERENCE_ORDER.indexOf(name);
+    return index === -1 ? REFERENCE_ORDER.length : index;
+  };
+  // Array.prototype.sort is stable: the others keep their registration order.
+  return all.sort((a, b) => rank(a.name) - rank(b.name));
 }
 
 export function capabilityRoutes(app: FastifyInstance, config: HostConfig, features: readonly HostFeature[]): void {

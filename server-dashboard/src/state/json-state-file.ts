@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
@@ -43,20 +44,28 @@ export class JsonStateFile<T> {
     return parsed.data;
   }
 
+  /**
+   * Replaces the file whole (a temporary file renamed over it, mode 0600 in a 0700 folder). Callers
+   * that share the file with other processes hold their own lock around read and write.
+   */
+  async write(value: T): Promise<void> {
+    await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
+    const tmp = `${this.file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    try {
+      await writeFile(tmp, JSON.stringify(value) + '\n', { mode: 0o600 });
+      await chmod(tmp, 0o600);
+      await rename(tmp, this.file);
+    } catch (error) {
+      await rm(tmp, { force: true });
+      throw error;
+    }
+  }
+
   /** Reads, changes and writes under this file's in-process lock; a corrupt file is left alone. */
   update(change: (current: T) => T): Promise<T> {
     const next = this.chain.then(async () => {
       const value = change(await this.read());
-      await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
-      const tmp = `${this.file}.${process.pid}.tmp`;
-      try {
-        await writeFile(tmp, JSON.stringify(value) + '\n', { mode: 0o600 });
-        await chmod(tmp, 0o600);
-        await rename(tmp, this.file);
-      } catch (error) {
-        await rm(tmp, { force: true });
-        throw error;
-      }
+      await this.write(value);
       return value;
     });
     this.chain = next.catch(() => undefined);

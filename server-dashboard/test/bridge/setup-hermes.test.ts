@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -6,6 +6,7 @@ import { chooseHookRunner, hookRunner } from '../../src/bridge/bridge-script.js'
 import { hermesMtime, mcpUrl, run, setupHermes, type SetupOptions } from '../../src/bridge/setup-hermes.js';
 import { BRIDGED_HOOKS } from '../../src/bridge/hook-payload.js';
 import { readOrCreateMcpToken } from '../../src/mcp/mcp-token.js';
+import { callingSkillPath } from '../../src/features/calls/calling-skill.js';
 import { tempHermesHome } from '../support/config.js';
 
 const SH_RUNNER = hookRunner('sh', '/bin/sh');
@@ -73,7 +74,10 @@ describe('conduit setup-hermes', () => {
         headers: { Authorization: `Bearer ${MCP_TOKEN}` },
       },
     });
-    expect(parsed.hooks.pre_tool_call?.[0]).toMatchObject({ matcher: 'clarify', timeout: 300 });
+    // Every tool start is Lock Screen progress; only clarify needs the tool's end.
+    expect(parsed.hooks.pre_tool_call?.[0]).toMatchObject({ timeout: 300 });
+    expect(parsed.hooks.pre_tool_call?.[0]?.matcher).toBeUndefined();
+    expect(parsed.hooks.post_tool_call?.[0]).toMatchObject({ matcher: 'clarify' });
     expect(parsed.hooks.post_llm_call?.[0]?.command).toBe('/usr/local/bin/my-logger');
     expect(statSync(path.join(options.profileHome, 'config.yaml')).mode & 0o777).toBe(0o600);
 
@@ -101,6 +105,23 @@ describe('conduit setup-hermes', () => {
     expect(after).toContain('# keep me');
     expect(parse(after)).toEqual(parse(USER_CONFIG));
     expect(allowlist().approvals).toEqual([]);
+  });
+
+  it('installs the calling-the-user skill conduit_call_user points to (0600), never over a skill of the user, and --remove takes ours out', async () => {
+    const skill = callingSkillPath(options.profileHome);
+    await setupHermes(options);
+    const text = readFileSync(skill, 'utf8');
+    expect(text).toMatch(/^---\nname: calling-the-user\ndescription: .+\n---\n/);
+    expect(text).toContain('conduit_call_user');
+    expect(statSync(skill).mode & 0o777).toBe(0o600);
+    expect((await setupHermes(options)).changed).toBe(false);
+    await setupHermes({ ...options, remove: true });
+    expect(existsSync(skill)).toBe(false);
+    mkdirSync(path.dirname(skill), { recursive: true });
+    writeFileSync(skill, '---\nname: calling-the-user\n---\nMy own rules.\n');
+    await setupHermes(options);
+    await setupHermes({ ...options, remove: true });
+    expect(readFileSync(skill, 'utf8')).toContain('My own rules.');
   });
 
   it('records an mtime exactly as Python prints it (microseconds, or none when whole)', () => {

@@ -53,7 +53,8 @@ describe('the MCP endpoint (streamable HTTP, SDK client)', () => {
 
     const client = await connect('work', token);
     const tools = await client.listTools();
-    expect(tools.tools.map((t) => t.name)).toEqual(['conduit_status']);
+    // Paired, with "call when I ask" on by default: conduit_call_user is offered too.
+    expect(tools.tools.map((t) => t.name)).toEqual(['conduit_status', 'conduit_call_user']);
     expect(tools.tools[0]?.annotations?.readOnlyHint).toBe(true);
 
     const result = await client.callTool({ name: 'conduit_status', arguments: {} });

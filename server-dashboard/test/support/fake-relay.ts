@@ -39,6 +39,10 @@ export class FakeRelay extends LoopbackDouble {
    */
   maxActiveDecisions = Infinity;
   private readonly seen = new Set<string>();
+  /** Live Activity progress reports (POST /v1/live-activities/progress), in order. */
+  readonly progress: Record<string, unknown>[] = [];
+  /** Sessions a phone watches with a Live Activity; false: a relay without the route (404). */
+  liveActivities: Set<string> | false = new Set();
 
   /** Answers a parked decision as the phone does (per qid for a batch). */
   answer(requestId: string, answers: Record<string, string> | string): void {
@@ -96,6 +100,13 @@ export class FakeRelay extends LoopbackDouble {
         });
       }
       return this.send(res, 202, { accepted: true, delivered: true });
+    }
+    if (req.method === 'POST' && url.pathname === '/v1/live-activities/progress') {
+      if (this.liveActivities === false) return this.send(res, 404, { error: 'not_found' });
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
+      this.progress.push(body);
+      const watching = this.liveActivities.has(String(body.session_id));
+      return this.send(res, 200, { watching, sent: watching ? 1 : 0 });
     }
     const match = /^\/v1\/decisions\/([A-Za-z0-9_-]{4,128})$/.exec(url.pathname);
     if (match?.[1]) {

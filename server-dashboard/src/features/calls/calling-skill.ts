@@ -1,0 +1,75 @@
+import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
+import path from 'node:path';
+import { writeFileAtomic } from '../../credentials/atomic-write.js';
+
+/**
+ * The calling-the-user skill `conduit setup-hermes` installs in the profile's skills folder, which
+ * conduit_call_user's description points to: when a call is worth it, how to word the reason, and
+ * what each answer means. Hermes lists and loads it like any installed skill.
+ */
+export const CALLING_SKILL_NAME = 'calling-the-user';
+
+/** Marks the file as ours, so `--remove` never deletes a skill the user wrote under the same name. */
+const MARKER = '<!-- installed by conduit setup-hermes; rewritten on each run -->';
+
+export const CALLING_SKILL = `---
+name: ${CALLING_SKILL_NAME}
+description: When and how to phone the user through the Conduit app with conduit_call_user, and what its answers mean.
+---
+${MARKER}
+
+# Calling the user
+
+\`conduit_call_user\` (toolset conduit) rings the user's iPhone, and their Apple Watch, through the
+Conduit app. The call rings **when this turn ends**, so write your final reply first: it is in the
+chat the call opens, and the reason you give is said first when they answer.
+
+## When to call
+
+- The user asked to be called ("call me when it's done", "ring me if the build fails"): call with
+  \`asked_by_user: true\` in the turn that has the result.
+- You judge it is worth interrupting them (something they would want to hear about now, not later):
+  call with \`asked_by_user: false\`. Use this sparingly; a notification reaches them anyway.
+- Never to chat, to say you started something, or for routine results.
+
+## The reason
+
+One spoken sentence, at most 200 characters, that says why you are calling: "The deploy finished
+and two tests failed." No markdown, no lists, no links.
+
+## Answers
+
+- \`will_call\`: it rings when this turn ends (unless the user is already in a call with you, their call
+  limits are reached, or they turned calls off meanwhile; then they get the usual notification).
+- \`check_rules\`: the user wrote rules for calls you decide on. Read them. If this call fits, call
+  again with the same reason and \`fits_rules: true\` within 10 minutes; if not, don't call.
+- \`calls_off\`: calls (or this kind of call) are off in Conduit. Tell the user, and give them the
+  link in the answer, which opens Calls from Hermes in Conduit.
+- \`refused\`: say why in one line; don't retry. Subagents cannot call; the agent that started them can.
+`;
+
+export function callingSkillPath(profileHome: string): string {
+  return path.join(profileHome, 'skills', 'conduit', CALLING_SKILL_NAME, 'SKILL.md');
+}
+
+/** Writes the skill (0600 in 0700 folders); a user's own SKILL.md at that path is left alone. */
+export async function installCallingSkill(profileHome: string): Promise<'installed' | 'unchanged' | 'foreign'> {
+  const file = callingSkillPath(profileHome);
+  const current = await readFile(file, 'utf8').catch(() => null);
+  if (current === CALLING_SKILL) return 'unchanged';
+  if (current !== null && !current.includes(MARKER)) return 'foreign';
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  await writeFileAtomic(file, CALLING_SKILL);
+  return 'installed';
+}
+
+/** Removes the skill when it is ours, and its folders when they are left empty. */
+export async function removeCallingSkill(profileHome: string): Promise<void> {
+  const file = callingSkillPath(profileHome);
+  const current = await readFile(file, 'utf8').catch(() => null);
+  if (current === null || !current.includes(MARKER)) return;
+  await rm(file, { force: true });
+  for (const dir of [path.dirname(file), path.dirname(path.dirname(file))]) {
+    await rmdir(dir).catch(() => undefined); // only when empty
+  }
+}
