@@ -12,7 +12,7 @@ import { MessengerConnector } from './connector.js';
 import { MessengerFatalError } from './errors.js';
 import { Inbox } from './inbox.js';
 import { serveMessengerMetrics } from './metrics.js';
-import { loadProfileSettings, profileHome } from './profile-settings.js';
+import { isSecondaryProfile, loadProfileSettings, profileHome } from './profile-settings.js';
 import { RelayStateBindingError, tokenFingerprint } from './state-binding.js';
 
 function argValue(args: string[], name: string): string | null {
@@ -23,7 +23,7 @@ function argValue(args: string[], name: string): string | null {
 function loadConfig(args: string[]): MessengerConfig {
   const profile = argValue(args, '--profile') ?? process.env['HERMES_PROFILE'] ?? null;
   const home = profileHome(process.env, profile);
-  const { env, extra } = loadProfileSettings(process.env, home);
+  const { env, extra } = loadProfileSettings(process.env, home, isSecondaryProfile(profile));
   return readMessengerConfig(env, home, extra);
 }
 

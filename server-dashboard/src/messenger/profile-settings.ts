@@ -1,7 +1,11 @@
 /**
- * Where a profile's settings come from: the process environment first, then the profile's `.env`
- * (where the Relay CLI writes RELAY_AGENT_TOKEN and friends), then `gateway.platforms.relayapp.extra`
- * in its config.yaml. A secondary profile never falls through to another profile's files.
+ * Where a profile's settings come from. The primary (default) profile reads the process environment
+ * first, then its `.env` (where the Relay CLI writes RELAY_AGENT_TOKEN and friends), then
+ * `gateway.platforms.relayapp.extra` in its config.yaml. A secondary profile's own scope is
+ * authoritative (relay-messenger-adapter seed): its `.env` wins over the process environment, and the
+ * profile-scoped settings (RELAY_*, API_SERVER_*, HERMES_API_URL/KEY) are never taken from the process
+ * environment at all, so `--profile work` started from a shell that exported the primary account's
+ * token can never bind to it. A secondary profile never falls through to another profile's files.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,9 +25,25 @@ export function profileHome(env: NodeJS.ProcessEnv, profile: string | null): str
 /** One `.env` reader for the whole service (kernel/profile-files.ts). */
 export { parseDotenv };
 
+/** Settings that belong to one profile's scope: a secondary profile reads them only from its own files. */
+export function isProfileScoped(name: string): boolean {
+  return (
+    name.startsWith('RELAY_') ||
+    name.startsWith('API_SERVER_') ||
+    name === 'HERMES_API_URL' ||
+    name === 'HERMES_API_KEY'
+  );
+}
+
+/** Whether a `--profile` / HERMES_PROFILE value names a secondary profile (anything but the root home). */
+export function isSecondaryProfile(profile: string | null): boolean {
+  return profile !== null && profile !== 'default';
+}
+
 export function loadProfileSettings(
   env: NodeJS.ProcessEnv,
   home: string,
+  secondary = false,
 ): { env: NodeJS.ProcessEnv; extra: ProfileExtra } {
   let fileEnv: Record<string, string> = {};
   try {
@@ -40,5 +60,8 @@ export function loadProfileSettings(
   } catch {
     extra = {};
   }
-  return { env: { ...fileEnv, ...env }, extra };
+  if (!secondary) return { env: { ...fileEnv, ...env }, extra };
+  const outside: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) if (!isProfileScoped(name)) outside[name] = value;
+  return { env: { ...outside, ...fileEnv }, extra };
 }

@@ -52,6 +52,35 @@ describe('messenger CLI', () => {
     expect(out.output).not.toContain(RELAY_TOKEN);
   });
 
+  it("a secondary profile's own .env is authoritative: the primary's exported token and origin never bind it", async () => {
+    const home = tempDir();
+    const profile = path.join(home, 'profiles', 'work');
+    fs.mkdirSync(profile, { recursive: true });
+    const primary = {
+      RELAY_AGENT_TOKEN: 'primary-account-token-0123456789',
+      RELAY_BASE_URL: 'https://primary.example',
+    };
+    // The profile has no token of its own: the primary's exported one must not fill the gap.
+    fs.writeFileSync(path.join(profile, '.env'), `RELAY_BASE_URL=${fakes.relay.url}\n`);
+    const missing = await runCli('status', { HERMES_HOME: home, HERMES_PROFILE: 'work', ...primary });
+    expect(missing.code).toBe(78);
+    expect(missing.output).toContain('RELAY_AGENT_TOKEN is required');
+    expect(missing.output).not.toContain(primary.RELAY_AGENT_TOKEN);
+    // With its own token, its own origin wins over the exported one.
+    fs.writeFileSync(
+      path.join(profile, '.env'),
+      `RELAY_AGENT_TOKEN=${RELAY_TOKEN}\nRELAY_BASE_URL=${fakes.relay.url}\n`,
+    );
+    const own = await runCli('status', { HERMES_HOME: home, HERMES_PROFILE: 'work', ...primary });
+    expect(own.code).not.toBe(78);
+    expect(own.output).toContain(`api origin:        ${fakes.relay.url}`);
+    expect(own.output).not.toContain('primary.example');
+    // The primary profile itself still reads the process environment first.
+    const root = await runCli('status', { HERMES_HOME: home, ...primary, RELAY_BASE_URL: fakes.relay.url });
+    expect(root.code).not.toBe(78);
+    expect(root.output).toContain(`api origin:        ${fakes.relay.url}`);
+  });
+
   it('an invalid RELAY_BASE_URL fails closed before anything starts', async () => {
     const out = await runCli('start', fakes.env({ RELAY_BASE_URL: 'http://relay.example.com' }));
     expect(out.code).toBe(78);
