@@ -73,7 +73,8 @@ export function profileFromHermesHome(hermesHome: string | undefined): string {
 
 /** Defaults for the tests and for `loadConfig`; every bound has one place. */
 export const CONFIG_DEFAULTS = {
-  port: 9130,
+  /** The seed's listen address is 127.0.0.1:8091; `npm run suite` and the image pass their own port (9130). */
+  port: 8091,
   maxCalls: 8,
   maxCallSeconds: 7200,
   callSetupTimeoutMs: 30_000,

@@ -18,7 +18,7 @@ describe('loadConfig', () => {
     const config = loadConfig(base);
     expect(config).toMatchObject({
       host: '127.0.0.1',
-      port: 9130,
+      port: 8091,
       maxCalls: 8,
       maxCallSeconds: 7200,
       callSetupTimeoutMs: 30_000,
