@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -42,6 +42,8 @@ import { HOOK_PATH, hookRoutes } from './routes/hooks.js';
 import { notificationSettingsRoutes } from './routes/notification-settings.js';
 import { ProfileSettings } from './settings/profile-settings.js';
 import { HOST_FEATURES } from './features/index.js';
+import { HostActivity } from './kernel/activity.js';
+import { selfRestartRoute, type SelfRestarter } from './routes/self-restart.js';
 import type { FeatureKernel, HostFeature } from './kernel/feature.js';
 import { systemTimers } from './kernel/timers.js';
 import { CALL_SWEEP_MS, CallDispatcher } from './features/calls/call-dispatch.js';
@@ -67,6 +69,8 @@ export interface HostDeps {
   onControlCall?: (procedure: string) => void;
   /** The features registered (default: every feature, HOST_FEATURES); capabilities list theirs. */
   features: readonly HostFeature[];
+  /** How this process restarts itself (routes/self-restart.ts); null: POST /self/restart answers 501. */
+  restarter: SelfRestarter | null;
 }
 
 export interface Host {
@@ -79,6 +83,8 @@ export interface Host {
   calls: CallDispatcher;
   /** Lock Screen progress reported to the relay (features/live-activities). */
   progress: LiveActivityReporter;
+  /** Random id of this process's start (GET /capabilities, POST /self/restart). */
+  bootId: string;
 }
 
 /**
@@ -200,6 +206,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
       }),
     sleep: overrides.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
     features: overrides.features ?? HOST_FEATURES,
+    restarter: overrides.restarter ?? null,
     hermes:
       overrides.hermes !== undefined
         ? overrides.hermes
@@ -304,7 +311,9 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
 
   const hookToken = randomBytes(32).toString('base64url');
   // The one public plugin route: the app reads capabilities before it has credentials.
-  capabilityRoutes(app, config, deps.features);
+  const bootId = randomUUID();
+  const activity = new HostActivity();
+  capabilityRoutes(app, config, deps.features, { bootId, canRestart: deps.restarter?.refusal() === null });
   const kernel: FeatureKernel = {
     hermesHome: config.hermesHome,
     clock,
@@ -313,6 +322,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     serviceEnv: config.serviceEnv ?? {},
     upstreams: config.upstreams ?? {},
     tokenRoutesRefusal: tokenRoutesRefusal(config),
+    activity,
   };
   // Every other plugin route accepts only callers the dashboard accepts (or the standalone token).
   // The check is a hook of this encapsulated scope, so it runs on the route the router matched —
@@ -347,6 +357,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
       hostname: () => os.hostname(),
       identity: { version: config.loadedVersion, capabilities: [...PLUGIN_CAPABILITIES] },
     });
+    selfRestartRoute(plugin, { config, bootId, activity, restarter: deps.restarter, log });
     // Each feature is its own encapsulated plugin: its body parsing and error shape stay its own.
     for (const feature of deps.features) await plugin.register(async (scope) => feature.register(scope, kernel));
   });
@@ -406,7 +417,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     await queue.stop();
   });
   await app.ready();
-  return { app, hookToken, queue, notifier, calls, progress };
+  return { app, hookToken, queue, notifier, calls, progress, bootId };
 }
 
 /** Builds a ready host service app from its configuration. */

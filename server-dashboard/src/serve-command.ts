@@ -4,6 +4,7 @@ import { ConfigError } from './config.js';
 import { exposureRefusal } from './fronting/exposure.js';
 import { hostConfigFromEnv } from './host-config.js';
 import { LimitError } from './limits.js';
+import { processRestarter } from './routes/self-restart.js';
 
 /**
  * Runs the host service in the foreground until SIGTERM/SIGINT (`npm run host`, `conduit serve`).
@@ -30,7 +31,12 @@ export async function run(_argv: string[] = []): Promise<number> {
       setting: 'CONDUIT_HOST_ALLOW_OPEN_DASHBOARD',
     });
   }
-  const host = await buildHost(config);
+  let stopForRestart: () => Promise<void> = async () => {};
+  const restarter = processRestarter({ stop: () => stopForRestart(), log: config.log });
+  const host = await buildHost(config, { restarter });
+  // The restart stops listening first (the new process binds the same port) and keeps the runtime
+  // file: the pid stays the same and the new process rewrites it with its own hook token.
+  stopForRestart = () => host.app.close();
   const address = await host.app.listen({ host: config.host, port: config.port });
   const bound = host.app.server.address();
   const loopbackUrl = `http://127.0.0.1:${typeof bound === 'object' && bound ? bound.port : config.port}`;

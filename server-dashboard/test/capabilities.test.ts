@@ -43,6 +43,7 @@ describe('GET /api/plugins/conduit_push/capabilities', () => {
       'cron-notifications',
       'reply-sources',
       'approval-answers',
+      'pairing',
     ]);
   });
 

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
+import { detailAnswer, detailUnavailable, noStoreAnswer } from './detail-error.js';
+import { unauthorized } from './notification-settings.js';
 
 export const capabilitiesResponse = z.object({
   ok: z.literal(true),
@@ -23,6 +25,40 @@ export const getCapabilities = defineRoute({
   tags: ['plugin'],
   auth: 'none',
   responses: {
-    200: { description: 'What this service serves.', schema: capabilitiesResponse },
+    200: noStoreAnswer('What this service serves.', capabilitiesResponse),
+  },
+});
+
+export const selfRestartResponse = z.object({
+  ok: z.literal(true),
+  /** Always true: the service re-executes itself about a second after answering. */
+  restarting: z.literal(true),
+  /** The boot id of the process answering; the restarted one reports a new one in `GET /capabilities`. */
+  boot_id: z.string(),
+  loaded_version: z.string().nullable(),
+  /** The version on disk, which the restarted process loads. */
+  version: z.string().nullable(),
+});
+
+/**
+ * Restarts the host service in place (the Conduit app's "Update plugin" flow, after Hermes' own plugin
+ * update and gateway restart): it answers, then re-executes itself with the command line it started
+ * with, keeping its pid, so systemd, launchd and terminal launches carry on.
+ */
+export const postSelfRestart = defineRoute({
+  method: 'POST',
+  path: '/api/plugins/conduit_push/self/restart',
+  operationId: 'postSelfRestart',
+  summary: 'Restart the host service in place',
+  tags: ['plugin'],
+  auth: 'bearer',
+  responses: {
+    200: noStoreAnswer('The restart is under way.', selfRestartResponse),
+    401: unauthorized,
+    409: detailAnswer('A call or stream this service relays is still running, or a restart is already under way.'),
+    501: detailAnswer(
+      'This service cannot re-execute itself here (Windows, a Node.js without process.execve, or not started by its own command); restart it yourself.',
+    ),
+    503: detailUnavailable('The dashboard could not confirm the caller.'),
   },
 });

@@ -1,5 +1,5 @@
 import type { Surface } from '../route.js';
-import { getCapabilities, capabilitiesResponse } from './capabilities.js';
+import { getCapabilities, capabilitiesResponse, postSelfRestart } from './capabilities.js';
 
 import {
   getCronNotifications,
@@ -35,7 +35,7 @@ import {
   postCallOutcome,
 } from './calls.js';
 
-export { getCapabilities, capabilitiesResponse };
+export { getCapabilities, capabilitiesResponse, postSelfRestart };
 export { respondApproval };
 export { getCronNotifications, putCronNotifications, getReplySources, putReplySources };
 export { postPair, getE2e, postE2e };
@@ -55,6 +55,7 @@ export const dashboardSurface = {
   description: 'The /api/plugins/conduit_push/* routes the Conduit app calls on the Hermes host.',
   routes: {
     getCapabilities,
+    postSelfRestart,
     getCronNotifications,
     putCronNotifications,
     getReplySources,

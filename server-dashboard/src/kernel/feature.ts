@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
+import type { HostActivity } from './activity.js';
 import type { Timers } from './timers.js';
 
 /**
@@ -49,6 +50,8 @@ export interface FeatureKernel {
    * beside such a credential (the seed, Local Live).
    */
   tokenRoutesRefusal: string | null;
+  /** Work a restart would cut off (a relayed call, a streamed reply): begin() it while it runs. */
+  activity: HostActivity;
 }
 
 /**

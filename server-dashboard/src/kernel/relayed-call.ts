@@ -100,8 +100,13 @@ export function relayedCallRoute<Query extends { profile?: string | undefined }>
       if (!hostWide.tryTake('') || !perProfile.tryTake(key)) {
         return refuse({ code: RELAY_CLOSE.rateLimited, reason: route.limits.tooManyConnections });
       }
-      const release = calls.tryOpen(key, socket);
-      if (!release) return refuse({ code: RELAY_CLOSE.rateLimited, reason: route.limits.tooManyOpen });
+      const slot = calls.tryOpen(key, socket);
+      if (!slot) return refuse({ code: RELAY_CLOSE.rateLimited, reason: route.limits.tooManyOpen });
+      const done = kernel.activity.begin(route.name);
+      const release = (): void => {
+        slot();
+        done();
+      };
       let target: RelayTarget | RelayClose;
       try {
         target = await route.target(profile, query.data);

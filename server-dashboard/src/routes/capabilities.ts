@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { getCapabilities } from '@conduit/contracts/dashboard/capabilities';
 import { bindRoute } from '@conduit/contracts/server';
@@ -15,7 +14,15 @@ export const CAPABILITY_PATHS = {
   'cron-notifications': { method: 'GET', path: '/api/plugins/conduit_push/cron/notifications' },
   'reply-sources': { method: 'GET', path: '/api/plugins/conduit_push/notifications/reply-sources' },
   'approval-answers': { method: 'POST', path: '/api/plugins/conduit_push/approvals/respond' },
+  pairing: { method: 'POST', path: '/api/plugins/conduit_push/pair' },
 } as const;
+
+/** Listed only where this process can really restart itself (routes/self-restart.ts). */
+export const SELF_RESTART_CAPABILITY: FeatureCapability = {
+  name: 'self-restart',
+  method: 'POST',
+  path: '/api/plugins/conduit_push/self/restart',
+};
 
 /** The reference plugin's `ROUTE_CAPABILITIES`, in its order (ROUTES.md, Capabilities). */
 const REFERENCE_ORDER = [
@@ -46,8 +53,11 @@ const REFERENCE_ORDER = [
  * the others (the later seed's, this host's) in the order they are registered. A feature is listed
  * whether or not its provider is configured; its status route says whether it is available.
  */
-export function servedCapabilities(features: readonly HostFeature[]): FeatureCapability[] {
-  const core = Object.entries(CAPABILITY_PATHS).map(([name, route]) => ({ name, ...route }));
+export function servedCapabilities(
+  features: readonly HostFeature[],
+  conditional: readonly FeatureCapability[] = [],
+): FeatureCapability[] {
+  const core = [...Object.entries(CAPABILITY_PATHS).map(([name, route]) => ({ name, ...route })), ...conditional];
   const all = [...features.flatMap((feature) => feature.capabilities), ...core];
   const rank = (name: string): number => {
     const index = REFERENCE_ORDER.indexOf(name);
@@ -57,9 +67,16 @@ export function servedCapabilities(features: readonly HostFeature[]): FeatureCap
   return all.sort((a, b) => rank(a.name) - rank(b.name));
 }
 
-export function capabilityRoutes(app: FastifyInstance, config: HostConfig, features: readonly HostFeature[]): void {
-  const bootId = randomUUID();
-  const served = servedCapabilities(features).map((capability) => capability.name);
+export function capabilityRoutes(
+  app: FastifyInstance,
+  config: HostConfig,
+  features: readonly HostFeature[],
+  options: { bootId: string; canRestart: boolean },
+): void {
+  const { bootId } = options;
+  const served = servedCapabilities(features, options.canRestart ? [SELF_RESTART_CAPABILITY] : []).map(
+    (capability) => capability.name,
+  );
   bindRoute(app, getCapabilities, () => {
     const version = config.readDiskVersion();
     return {
@@ -72,6 +89,7 @@ export function capabilityRoutes(app: FastifyInstance, config: HostConfig, featu
         boot_id: bootId,
         capabilities: [...served],
       },
+      headers: { 'Cache-Control': 'no-store' },
     };
   });
 }
