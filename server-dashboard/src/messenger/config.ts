@@ -24,6 +24,12 @@ export interface MessengerConfig {
    * the waiting turn (Hermes' `allow_admin_from`, or `group_allow_admin_from` when that is set).
    */
   groupApprovalAdmins: ReadonlySet<string>;
+  /**
+   * Slash commands (Hermes' `allow_admin_from` / `user_allowed_commands`, as on Telegram): when
+   * `admins` is empty anyone may run every command; otherwise the admins may, and anyone else only
+   * the commands `userAllowed` names (lower case, without the slash).
+   */
+  commands: { admins: ReadonlySet<string>; userAllowed: ReadonlySet<string> };
   stateDir: string;
   replyToMode: ReplyToMode;
   groupChatPolicy: GroupChatPolicy;
@@ -93,6 +99,10 @@ export function readMessengerConfig(
     pick(env, extra, ['RELAY_GROUP_ALLOW_ADMIN_FROM'], ['group_allow_admin_from']) ??
       pick(env, extra, ['RELAY_ALLOW_ADMIN_FROM'], ['allow_admin_from']),
   );
+  const commandAdmins = contactIds(pick(env, extra, ['RELAY_ALLOW_ADMIN_FROM'], ['allow_admin_from']));
+  const userAllowed = contactIds(pick(env, extra, ['RELAY_USER_ALLOWED_COMMANDS'], ['user_allowed_commands'])).map(
+    (name) => name.replace(/^\//, '').toLowerCase(),
+  );
   const replyToMode = (pick(env, extra, ['RELAY_REPLY_TO_MODE'], ['reply_to_mode']) ?? 'auto').trim().toLowerCase();
   if (!['off', 'first', 'all', 'auto'].includes(replyToMode)) {
     throw new MessengerConfigError('RELAY_REPLY_TO_MODE must be off, first, all or auto');
@@ -112,6 +122,7 @@ export function readMessengerConfig(
     relay,
     allowedContacts: new Set(allowed),
     groupApprovalAdmins: new Set(groupApprovalAdmins),
+    commands: { admins: new Set(commandAdmins), userAllowed: new Set(userAllowed) },
     stateDir,
     replyToMode: replyToMode as ReplyToMode,
     groupChatPolicy,

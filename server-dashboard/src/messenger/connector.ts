@@ -70,6 +70,7 @@ export class MessengerConnector {
       log,
       allowedContacts: config.allowedContacts,
       groupApprovalAdmins: config.groupApprovalAdmins,
+      commands: config.commands,
       groupChatPolicy: config.groupChatPolicy,
       replyToMode: config.replyToMode,
       mediaRoot: options.mediaRoot ?? null,

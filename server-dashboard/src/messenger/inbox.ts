@@ -122,6 +122,7 @@ CREATE TABLE IF NOT EXISTS full_sync_state (
   message_count INTEGER NOT NULL,
   committed_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS chat_sessions (chat_id TEXT PRIMARY KEY, generation INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS relay_state_account (
   singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
   binding_schema TEXT NOT NULL,
@@ -427,6 +428,22 @@ export class Inbox {
   }
 
   /** Set before the event is handed to Hermes, so a crash after hand-off is visible. */
+  /** How many times `/new` started this chat over (0: its first Hermes session). */
+  sessionGeneration(chatId: string): number {
+    const row = this.sql('SELECT generation FROM chat_sessions WHERE chat_id = ?').get(chatId) as
+      { generation: number } | undefined;
+    return row?.generation ?? 0;
+  }
+
+  /** `/new`: the chat's next turn starts a new Hermes session. Returns the new generation. */
+  startNewSession(chatId: string): number {
+    const next = this.sessionGeneration(chatId) + 1;
+    this.sql(
+      'INSERT INTO chat_sessions (chat_id, generation) VALUES (?, ?) ON CONFLICT(chat_id) DO UPDATE SET generation = excluded.generation',
+    ).run(chatId, next);
+    return next;
+  }
+
   markDispatched(eventId: string): void {
     this.setStatus([eventId], 'dispatched', ['processing']);
   }

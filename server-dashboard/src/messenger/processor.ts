@@ -18,6 +18,14 @@ import {
 import { APPROVAL_REFUSAL_TEXT, mayAnswerApproval, type PendingApproval } from './approvals.js';
 import type { ReactionSpec } from './components.js';
 import type { ChatIndex } from './chat-index.js';
+import {
+  chatSessionId,
+  COMMAND_TEXT,
+  isConnectorCommand,
+  mayRunCommand,
+  slashCommand,
+  type ConnectorCommand,
+} from './commands.js';
 import type { Clock, Logger } from './clock.js';
 import type { GroupChatPolicy, ReplyToMode } from './config.js';
 import type { Inbox, InboxRow } from './inbox.js';
@@ -61,6 +69,8 @@ export interface ProcessorOptions {
   allowedContacts: ReadonlySet<string>;
   /** Who besides the requester may answer a pending approval in a group chat (approvals.ts). */
   groupApprovalAdmins: ReadonlySet<string>;
+  /** Who may run which slash command (commands.ts); absent: anyone, every command. */
+  commands?: { admins: ReadonlySet<string>; userAllowed: ReadonlySet<string> };
   groupChatPolicy: GroupChatPolicy;
   replyToMode: ReplyToMode;
   /** Called when the processor must stop for good (e.g. the state binding no longer holds). */
@@ -81,6 +91,8 @@ type Intake =
   | { kind: 'ignore'; reason: string }
   | { kind: 'approval'; chatId: string; pending: PendingApproval; choice: ApprovalChoice }
   | { kind: 'approval-refused'; event: MessageEvent }
+  | { kind: 'command'; event: MessageEvent; name: ConnectorCommand }
+  | { kind: 'command-refused'; event: MessageEvent; name: string }
   | { kind: 'turn'; event: MessageEvent; input: string };
 
 const MEDIA_LINE = /^MEDIA:(\S.*)$/gm;
@@ -104,6 +116,8 @@ export class InboxProcessor {
   private readonly typing: TypingIndicator;
   private readonly chatChains = new Map<string, Promise<void>>();
   private readonly approvals = new Map<string, PendingApproval>();
+  /** The run each chat's turn is on while it runs, and whether `/stop` asked Hermes to stop it. */
+  private readonly runningTurns = new Map<string, { runId: string; stopped: boolean }>();
   private inHand = 0;
   private running = false;
   private pumping = false;
@@ -306,6 +320,13 @@ export class InboxProcessor {
       }
       return { kind: 'approval', chatId, pending, choice };
     }
+    const command = choice === null ? slashCommand(input) : null;
+    if (command !== null) {
+      const rules = this.o.commands ?? { admins: new Set<string>(), userAllowed: new Set<string>() };
+      if (!mayRunCommand(command.name, sender.id, rules)) return { kind: 'command-refused', event, name: command.name };
+      // The connector's own commands; any other goes to Hermes as the turn's words.
+      if (isConnectorCommand(command.name)) return { kind: 'command', event, name: command.name };
+    }
     return { kind: 'turn', event, input };
   }
 
@@ -337,10 +358,23 @@ export class InboxProcessor {
       return;
     }
     if (intake.kind === 'approval-refused') return this.refuseApproval(row, intake.event);
+    if (intake.kind === 'command-refused') {
+      return this.answer(row, intake.event, COMMAND_TEXT.refused(intake.name), {
+        ignoredAs: `/${intake.name} from a Contact allow_admin_from does not name`,
+      });
+    }
+    // /stop and /status answer at once, beside the chat's running turn; /new waits its turn.
+    if (intake.kind === 'command' && intake.name !== 'new' && intake.name !== 'reset') {
+      return this.runCommand(row, intake.event, intake.name);
+    }
     const chatId = intake.event.chat.id;
     // One turn at a time per chat, in arrival order; other chats run beside it.
     const previous = this.chatChains.get(chatId) ?? Promise.resolve();
-    const turn = previous.then(() => this.runTurn(row, intake.event, intake.input));
+    const turn = previous.then(() =>
+      intake.kind === 'command'
+        ? this.runCommand(row, intake.event, intake.name)
+        : this.runTurn(row, intake.event, intake.input),
+    );
     const tail = turn.catch(() => {});
     this.chatChains.set(chatId, tail);
     void tail.then(() => {
@@ -360,12 +394,59 @@ export class InboxProcessor {
       chat_id: chatId,
       sender_id: senderOf(event).id,
     });
+    await this.answer(row, event, APPROVAL_REFUSAL_TEXT, {
+      ignoredAs: 'approval answer from a group member who is neither the requester nor an admin',
+    });
+  }
+
+  /** A reply to one inbound row, sent under the row's own Idempotency-Key, then the row settled. */
+  private async answer(
+    row: InboxRow,
+    event: MessageEvent,
+    text: string,
+    settle: { ignoredAs?: string } = {},
+  ): Promise<void> {
     const ctx: TurnContext = { eventId: row.eventId, inboundMessageId: event.id, ordinal: 0, paymentOrdinal: 0 };
-    const content: MessageContent = { parts: [{ type: 'text', value: APPROVAL_REFUSAL_TEXT }] };
+    const content: MessageContent = { parts: [{ type: 'text', value: text }] };
     const replyTo = this.replyTarget(event);
     if (replyTo !== undefined) content.reply_to = replyTo;
-    await this.send(chatId, content, ctx);
-    this.o.inbox.ignore(row.eventId, 'approval answer from a group member who is neither the requester nor an admin');
+    await this.send(event.chat.id, content, ctx);
+    if (settle.ignoredAs !== undefined) this.o.inbox.ignore(row.eventId, settle.ignoredAs);
+    else this.o.inbox.complete([row.eventId]);
+  }
+
+  private async runCommand(row: InboxRow, event: MessageEvent, name: ConnectorCommand): Promise<void> {
+    const chatId = event.chat.id;
+    switch (name) {
+      case 'stop': {
+        const running = this.runningTurns.get(chatId);
+        if (running === undefined) return this.answer(row, event, COMMAND_TEXT.nothingRunning);
+        running.stopped = true;
+        try {
+          await this.o.agent.stop(running.runId);
+        } catch (err) {
+          this.o.log.warn('relay /stop: Hermes did not take the stop', {
+            chat_id: chatId,
+            error: (err as Error).message,
+          });
+          return this.answer(row, event, COMMAND_TEXT.stopFailed);
+        }
+        return this.answer(row, event, COMMAND_TEXT.stopping);
+      }
+      case 'new':
+      case 'reset':
+        this.o.inbox.startNewSession(chatId);
+        return this.answer(row, event, COMMAND_TEXT.newSession);
+      case 'status': {
+        const running = this.runningTurns.get(chatId);
+        const lines = [
+          `Session: ${chatSessionId(chatId, this.o.inbox.sessionGeneration(chatId))}`,
+          `Turn: ${running === undefined ? 'idle' : running.stopped ? 'stopping' : 'running'}`,
+          ...(this.approvals.has(chatId) ? ['Waiting for your approval (/approve or /deny).'] : []),
+        ];
+        return this.answer(row, event, lines.join('\n'));
+      }
+    }
   }
 
   private async runTurn(row: InboxRow, event: MessageEvent, input: string): Promise<void> {
@@ -381,11 +462,13 @@ export class InboxProcessor {
         // A crash replay re-attaches to the same run; a run Hermes failed is retried as a new one.
         idempotencyKey:
           row.failedTurns === 0 ? `relay-turn-${row.eventId}` : `relay-turn-${row.eventId}-retry-${row.failedTurns}`,
-        sessionId: `relayapp:${chatId}`,
+        sessionId: chatSessionId(chatId, this.o.inbox.sessionGeneration(chatId)),
         input: [input, ...reactions.lines].join('\n'),
         instructions: RELAY_PLATFORM_HINT,
         ...(images.length > 0 ? { images } : {}),
       });
+      const running = { runId: turn.runId, stopped: false };
+      this.runningTurns.set(chatId, running);
       for await (const ev of turn.events) {
         if (ev.kind === 'approval') {
           this.approvals.set(chatId, { runId: turn.runId, requestId: ev.requestId, requesterId: senderOf(event).id });
@@ -404,6 +487,12 @@ export class InboxProcessor {
           this.o.inbox.complete([row.eventId, ...reactions.eventIds]);
           this.settled += 1;
           return;
+        } else if (running.stopped) {
+          // Stopped with /stop: the turn is over as asked, not a failure to retry.
+          this.approvals.delete(chatId);
+          this.o.inbox.complete([row.eventId, ...reactions.eventIds]);
+          this.settled += 1;
+          return;
         } else if (ev.kind === 'failed') {
           throw new AgentRunFailedError(`Hermes run failed: ${ev.error}`);
         } else {
@@ -412,6 +501,7 @@ export class InboxProcessor {
       }
       throw new AgentTurnError('Hermes run ended without an outcome');
     } finally {
+      this.runningTurns.delete(chatId);
       this.typing.stop(chatId);
     }
   }

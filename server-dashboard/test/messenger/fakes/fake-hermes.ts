@@ -28,6 +28,8 @@ export interface RunControl {
   emit(event: string, fields?: Json): void;
   /** Resolves with the next approval body posted for this run. */
   nextApproval(): Promise<Json>;
+  /** Resolves when `POST /v1/runs/{id}/stop` arrives for this run. */
+  stopRequested(): Promise<void>;
 }
 
 export type RunScript = (run: FakeRun, ctl: RunControl) => Promise<void>;
@@ -77,6 +79,7 @@ export class FakeHermes {
   script: RunScript;
   private readonly listeners = new Map<string, Set<(e: Json) => void>>();
   private readonly approvalWaiters = new Map<string, ((b: Json) => void)[]>();
+  private readonly stopWaiters = new Map<string, (() => void)[]>();
 
   constructor(
     private readonly apiKey: string,
@@ -161,6 +164,11 @@ export class FakeHermes {
             list.push(resolve);
             this.approvalWaiters.set(run.id, list);
           }),
+        stopRequested: () =>
+          new Promise((resolve) => {
+            if (run.stopped) return resolve();
+            this.stopWaiters.set(run.id, [...(this.stopWaiters.get(run.id) ?? []), resolve]);
+          }),
       };
       this.json(res, 202, { run_id: run.id, status: 'queued' });
       void this.script(run, ctl).catch((err: unknown) => ctl.emit('run.failed', { error: (err as Error).message }));
@@ -197,6 +205,8 @@ export class FakeHermes {
     }
     if (m[2] === 'stop' && req.method === 'POST') {
       run.stopped = true;
+      for (const resolve of this.stopWaiters.get(run.id) ?? []) resolve();
+      this.stopWaiters.delete(run.id);
       return this.json(res, 200, { run_id: run.id, status: 'stopping' });
     }
     return this.json(res, 405, { error: 'method_not_allowed' });
