@@ -11,6 +11,15 @@ import { readOrCreateMcpToken } from '../mcp/mcp-token.js';
 import { BRIDGE_SCRIPT_NAMES, chooseHookRunner, type HookRunner } from './bridge-script.js';
 import { BRIDGED_HOOKS } from './hook-payload.js';
 import { installCallingSkill, removeCallingSkill } from '../features/calls/calling-skill.js';
+import {
+  applyCliShimEnablement,
+  cliShimDir,
+  cliShimState,
+  conduitCommand,
+  foreignCliShimError,
+  installCliShim,
+  removeCliShim,
+} from './hermes-cli-shim.js';
 
 /** Any command that runs one of the bridge scripts is ours, whatever its path or interpreter. */
 function isOurCommand(command: string): boolean {
@@ -30,6 +39,8 @@ export interface SetupOptions {
   runner: HookRunner;
   /** The `mcp_servers` entry to write (the service's MCP URL and token); unused by --remove. */
   mcp: { url: string; token: string };
+  /** How `hermes conduit-push` runs this package's `conduit` CLI; by default this node and bin/conduit.mjs. */
+  conduitCommand?: readonly string[];
   remove: boolean;
   now: Date;
 }
@@ -190,15 +201,25 @@ export async function setupHermes(options: SetupOptions): Promise<{ configFile: 
   const doc = parseDocument(text, { keepSourceTokens: true });
   if (doc.errors.length) throw new Error(`${configFile} is not valid YAML; left unchanged`);
   if (doc.contents !== null && !isMap(doc.contents)) throw new Error(`${configFile} is not a mapping; left unchanged`);
+  // Checked before anything is written; --remove leaves a plugin that is not ours, and its enablement, alone.
+  const shim = await cliShimState(options.profileHome);
+  if (shim === 'foreign' && !options.remove) throw foreignCliShimError(options.profileHome);
   const before = doc.toString();
   applyHooks(doc, options);
   applyMcp(doc, options);
+  if (!options.remove || shim === 'ours') applyCliShimEnablement(doc, options.remove);
   let changed = doc.toString() !== before;
   if (changed) await writeFileAtomic(configFile, doc.toString());
   await applyConsent(options);
   // The skill conduit_call_user's description points to.
   if (options.remove) await removeCallingSkill(options.profileHome);
   else changed = (await installCallingSkill(options.profileHome)) === 'installed' || changed;
+  // The plugin behind `hermes conduit-push …`.
+  if (options.remove) await removeCliShim(options.profileHome);
+  else {
+    const command = options.conduitCommand ?? conduitCommand(process.execPath);
+    changed = (await installCliShim(options.profileHome, command)) === 'installed' || changed;
+  }
   return { configFile, changed };
 }
 
@@ -262,6 +283,9 @@ export async function run(argv: string[]): Promise<number> {
         : curl
           ? 'Hook bridge: Node (--node-hook).\n'
           : 'Hook bridge: Node (no curl on PATH; with curl, hooks start several times faster).\n',
+    );
+    process.stdout.write(
+      `\`hermes conduit-push …\` runs \`conduit push …\` for this profile (${cliShimDir(profileHome)}).\n`,
     );
     process.stdout.write('Restart the Hermes gateway so it loads the hooks and the MCP server.\n');
   }
