@@ -36,9 +36,16 @@ export class UpstreamTooLarge extends Error {
  */
 const ANSWER_MAX_BYTES = 2 * 1024 * 1024;
 
-async function readBounded(response: Response): Promise<string> {
+/**
+ * A response body as text, read only up to `maxBytes`: null (and the rest of the body left unread) when
+ * it is declared or turns out larger, so a broken upstream cannot fill the memory.
+ */
+export async function readAtMost(response: Response, maxBytes: number): Promise<string | null> {
   const declared = Number(response.headers.get('content-length') ?? '0');
-  if (declared > ANSWER_MAX_BYTES) throw new UpstreamTooLarge();
+  if (declared > maxBytes) {
+    await response.body?.cancel().catch(() => undefined);
+    return null;
+  }
   const reader = response.body?.getReader();
   if (!reader) return '';
   const chunks: Uint8Array[] = [];
@@ -47,13 +54,19 @@ async function readBounded(response: Response): Promise<string> {
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size > ANSWER_MAX_BYTES) {
-      await reader.cancel();
-      throw new UpstreamTooLarge();
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      return null;
     }
     chunks.push(value);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+async function readBounded(response: Response): Promise<string> {
+  const text = await readAtMost(response, ANSWER_MAX_BYTES);
+  if (text === null) throw new UpstreamTooLarge();
+  return text;
 }
 
 export interface UpstreamRequest {

@@ -17,6 +17,7 @@ import {
   type ReceivedFrame,
   type Reports,
   type TestClient,
+  openTicketedClient,
 } from '../support/realtime-stand-ins.js';
 
 const PREFIX = '/api/plugins/conduit_push';
@@ -149,14 +150,7 @@ interface AppCall {
 }
 
 async function openCall(query = ''): Promise<AppCall> {
-  const response = await fetch(`${host.url}/api/auth/ws-ticket`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-  });
-  const { ticket } = (await response.json()) as { ticket: string };
-  const params = new URLSearchParams(query);
-  params.set('ticket', ticket);
-  const app = openClient(`${host.url.replace(/^http/, 'ws')}${PREFIX}/local-live/socket?${params.toString()}`);
+  const app = await openTicketedClient(host.url, `${PREFIX}/local-live/socket`, query, TEST_TOKEN);
   void app.closed.then(({ reason }) => answered.push(reason));
   const upstream = await speech.connections.next();
   // The server's first event reaching the app: the relay is open both ways.

@@ -15,6 +15,7 @@ import {
   sendTextAndBinary,
   type HandshakeAnswer,
   type TestClient,
+  openTicketedClient,
 } from '../support/realtime-stand-ins.js';
 
 const SERVER_KEY = 'speech-proxy-key-0123456789abcdef';
@@ -40,14 +41,7 @@ function setSpeechServer(profile: string, url: string, apiKey = ''): void {
 }
 
 async function connect(query = ''): Promise<TestClient> {
-  const response = await fetch(`${host.url}/api/auth/ws-ticket`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-  });
-  const { ticket } = (await response.json()) as { ticket: string };
-  const params = new URLSearchParams(query);
-  params.set('ticket', ticket);
-  const client = openClient(`${host.url.replace(/^http/, 'ws')}${PREFIX}/local-live/socket?${params.toString()}`);
+  const client = await openTicketedClient(host.url, `${PREFIX}/local-live/socket`, query, TEST_TOKEN);
   void client.closed.then(({ reason }) => answered.push(reason));
   return client;
 }

@@ -18,7 +18,7 @@ let fakes: Fakes | null = null;
 let connector: MessengerConnector | null = null;
 
 afterEach(async () => {
-  await connector?.stop(100);
+  await connector?.stop();
   connector = null;
   await fakes?.close();
   fakes = null;
@@ -26,7 +26,9 @@ afterEach(async () => {
 
 /** A run that says nothing until it is stopped, then ends cancelled, as Hermes' stop does. */
 const runsUntilStopped: RunScript = async (run, ctl) => {
-  if (run.input.startsWith('echo ')) return ctl.emit('run.completed', { output: run.input.slice(5) });
+  if (run.input.startsWith('echo ') || run.input.startsWith('/')) {
+    return ctl.emit('run.completed', { output: run.input.replace(/^echo /, '') });
+  }
   ctl.emit('message.delta', { delta: 'working' });
   await ctl.stopRequested();
   ctl.emit('run.cancelled', {});

@@ -194,3 +194,23 @@ export function sameFrames(text: string, binary: Buffer): ReceivedFrame[] {
     { data: binary, isBinary: true },
   ];
 }
+
+/**
+ * Opens a plugin WebSocket as the Conduit app does in standalone mode: a single-use ticket minted with
+ * the bearer token (`POST /api/auth/ws-ticket`), then the socket with `?ticket=` beside `query`.
+ */
+export async function openTicketedClient(
+  hostUrl: string,
+  path: string,
+  query: string,
+  token: string,
+): Promise<TestClient> {
+  const response = await fetch(`${hostUrl}/api/auth/ws-ticket`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const { ticket } = (await response.json()) as { ticket: string };
+  const params = new URLSearchParams(query);
+  params.set('ticket', ticket);
+  return openClient(`${hostUrl.replace(/^http/, 'ws')}${path}?${params.toString()}`);
+}

@@ -1,5 +1,5 @@
 import type { Timers } from '../../kernel/timers.js';
-import { UpstreamTimeout, UpstreamUnreachable } from '../../kernel/upstream-http.js';
+import { readAtMost, UpstreamTimeout, UpstreamUnreachable } from '../../kernel/upstream-http.js';
 
 /** One SDP offer sent to OpenAI: where, with which headers (the credential), and its bounds. */
 export interface OfferRequest {
@@ -19,29 +19,6 @@ export interface OfferRequest {
 export type OfferAnswer =
   | { accepted: false; status: number }
   | { accepted: true; status: number; location: string | null; text: string | null };
-
-async function readUpTo(response: Response, maxBytes: number): Promise<string | null> {
-  const declared = Number(response.headers.get('content-length') ?? '0');
-  if (declared > maxBytes) {
-    await response.body?.cancel().catch(() => undefined);
-    return null;
-  }
-  const reader = response.body?.getReader();
-  if (!reader) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      return null;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 /**
  * Posts an offer (fetch, i.e. undici) and reads the answer within one deadline. Never follows a
@@ -74,7 +51,7 @@ export async function exchangeOffer(request: OfferRequest, timers: Timers): Prom
     }
     let text: string | null;
     try {
-      text = await readUpTo(response, request.answerMaxBytes);
+      text = await readAtMost(response, request.answerMaxBytes);
     } catch {
       // Cut off (or past the deadline) after OpenAI said yes: an unusable answer, not a refusal.
       text = null;
