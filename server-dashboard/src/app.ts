@@ -48,8 +48,10 @@ import type { FeatureKernel, HostFeature } from './kernel/feature.js';
 import { systemTimers } from './kernel/timers.js';
 import { CALL_SWEEP_MS, CallDispatcher } from './features/calls/call-dispatch.js';
 import { ToolContextSigner } from './mcp/tool-context.js';
+import { CallWatchJobs, apiProfileOf } from './features/calls/watch-jobs.js';
 import { LiveActivityReporter } from './features/live-activities/reporter.js';
 import { progressPoster, progressTarget } from './features/live-activities/progress-client.js';
+import { liveActivitiesCapability } from './features/live-activities/capability.js';
 import { isLoopbackHost } from './kernel/loopback.js';
 
 /** Where our own routes live; everything else belongs to the Hermes dashboard we front. */
@@ -303,8 +305,8 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     progress,
     toolContext: {
       tools: TOOLS_NEEDING_CONTEXT,
-      mint: (profile, sessionId, turnId, isChild) =>
-        toolContext.mint({ home: profile.home, sessionId, turnId, isChild }),
+      mint: (profile, sessionId, turnId, isChild, cronJob) =>
+        toolContext.mint({ home: profile.home, sessionId, turnId, isChild, cronJobId: cronJob ?? undefined }),
     },
     clarify,
   });
@@ -313,7 +315,11 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
   // The one public plugin route: the app reads capabilities before it has credentials.
   const bootId = randomUUID();
   const activity = new HostActivity();
-  capabilityRoutes(app, config, deps.features, { bootId, canRestart: deps.restarter?.refusal() === null });
+  capabilityRoutes(app, config, deps.features, {
+    bootId,
+    canRestart: deps.restarter?.refusal() === null,
+    whenWorking: [liveActivitiesCapability(progress, config.hermesHome)],
+  });
   const kernel: FeatureKernel = {
     hermesHome: config.hermesHome,
     clock,
@@ -378,6 +384,9 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     clock,
     toolContext,
     calls,
+    watchJobs: deps.hermes
+      ? new CallWatchJobs({ api: deps.hermes, apiProfile: apiProfileOf(config.hermesApi?.url), clock })
+      : null,
   });
 
   await controlRoutes(app, await readOrCreateControlToken(config.stateDir), {

@@ -1,5 +1,15 @@
 import { hermesRunEvent, runCreated, type HermesRunEvent } from './runs.js';
 import { readSse } from './sse-reader.js';
+import {
+  hermesErrorText,
+  hermesJobAnswer,
+  hermesJobsAnswer,
+  jobsOf,
+  type HermesJob,
+  type HermesJobCreate,
+  type HermesJobResult,
+  type HermesJobUpdate,
+} from './jobs.js';
 
 /**
  * The Hermes API server (spec/hermes/SURFACES.md §1), the one client of it in the suite: start a
@@ -79,6 +89,24 @@ export interface HermesApi {
   answerApproval(runId: string, choice: string, requestId: string | undefined): Promise<ApprovalAnswerResult>;
   /** Whether Hermes took the stop (it answers `status: stopping`). */
   stopRun(runId: string): Promise<boolean>;
+  /**
+   * `POST /v1/runs/{id}/steer {input}`: guidance folded into the running turn at its next tool boundary.
+   * `refused` covers a run that is not running or did not take it (409), so the caller queues instead.
+   */
+  steerRun(runId: string, text: string): Promise<'accepted' | 'refused' | 'unreachable'>;
+  /**
+   * Hermes' cron jobs (`/api/jobs`, ./jobs.ts): its own scheduling surface, so a job written here is
+   * one `hermes cron list` shows and the gateway's ticker runs. Paused jobs are listed only when asked.
+   */
+  listJobs(options?: { includeDisabled?: boolean }): Promise<HermesJobResult<HermesJob[]>>;
+  createJob(job: HermesJobCreate): Promise<HermesJobResult<HermesJob>>;
+  getJob(jobId: string): Promise<HermesJobResult<HermesJob>>;
+  updateJob(jobId: string, change: HermesJobUpdate): Promise<HermesJobResult<HermesJob>>;
+  deleteJob(jobId: string): Promise<HermesJobResult<true>>;
+  pauseJob(jobId: string): Promise<HermesJobResult<HermesJob>>;
+  resumeJob(jobId: string): Promise<HermesJobResult<HermesJob>>;
+  /** Runs the job at the next tick, outside its schedule. */
+  runJob(jobId: string): Promise<HermesJobResult<HermesJob>>;
 }
 
 export function hermesApiClient(options: HermesApiOptions): HermesApi {
@@ -89,7 +117,7 @@ export function hermesApiClient(options: HermesApiOptions): HermesApi {
   function request(
     url: string,
     init: {
-      method?: 'POST';
+      method?: 'POST' | 'PATCH' | 'DELETE';
       headers?: Record<string, string>;
       body?: unknown;
       stream?: boolean;
@@ -189,6 +217,45 @@ export function hermesApiClient(options: HermesApiOptions): HermesApi {
         return false;
       }
     },
+
+    async steerRun(runId, text) {
+      try {
+        const response = await request(runPath(runId, '/steer'), { method: 'POST', body: { input: text } });
+        const answer = (await response.json().catch(() => null)) as { accepted?: unknown } | null;
+        return response.ok && answer?.accepted === true ? 'accepted' : 'refused';
+      } catch {
+        return 'unreachable';
+      }
+    },
+
+    listJobs(list = {}) {
+      const query = list.includeDisabled ? '?include_disabled=true' : '';
+      return jobCall(request, `${base}/api/jobs${query}`, {}, (json) => {
+        const answer = hermesJobsAnswer.safeParse(json);
+        return answer.success ? jobsOf(answer.data) : undefined;
+      });
+    },
+    createJob(job) {
+      return jobCall(request, `${base}/api/jobs`, { method: 'POST', body: job }, oneJob);
+    },
+    getJob(jobId) {
+      return jobCall(request, jobPath(base, jobId), {}, oneJob);
+    },
+    updateJob(jobId, change) {
+      return jobCall(request, jobPath(base, jobId), { method: 'PATCH', body: change }, oneJob);
+    },
+    deleteJob(jobId) {
+      return jobCall(request, jobPath(base, jobId), { method: 'DELETE' }, () => true as const);
+    },
+    pauseJob(jobId) {
+      return jobCall(request, jobPath(base, jobId, '/pause'), { method: 'POST' }, oneJob);
+    },
+    resumeJob(jobId) {
+      return jobCall(request, jobPath(base, jobId, '/resume'), { method: 'POST' }, oneJob);
+    },
+    runJob(jobId) {
+      return jobCall(request, jobPath(base, jobId, '/run'), { method: 'POST' }, oneJob);
+    },
   };
 }
 
@@ -216,4 +283,43 @@ async function* runEventsOf(
 
 function reasonOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+function jobPath(base: string, jobId: string, tail = ''): string {
+  return `${base}/api/jobs/${encodeURIComponent(jobId)}${tail}`;
+}
+
+function oneJob(json: unknown): HermesJob | undefined {
+  const answer = hermesJobAnswer.safeParse(json);
+  return answer.success ? answer.data.job : undefined;
+}
+
+/** One jobs request, its answer read as a value (./jobs.ts, `HermesJobResult`). */
+async function jobCall<T>(
+  send: (
+    url: string,
+    init: { method?: 'POST' | 'PATCH' | 'DELETE'; headers?: Record<string, string>; body?: unknown },
+  ) => Promise<Response>,
+  url: string,
+  init: { method?: 'POST' | 'PATCH' | 'DELETE'; body?: unknown },
+  read: (json: unknown) => T | undefined,
+): Promise<HermesJobResult<T>> {
+  let response: Response;
+  try {
+    response = await send(url, { ...init, headers: { accept: 'application/json' } });
+  } catch (error) {
+    return { outcome: 'unreachable', reason: reasonOf(error) };
+  }
+  const json: unknown = await response.json().catch(() => null);
+  if (response.ok) {
+    const value = read(json);
+    return value === undefined ? { outcome: 'malformed' } : { outcome: 'ok', value };
+  }
+  const error = hermesErrorText(json);
+  if (response.status === 501) return { outcome: 'unavailable', status: 501 };
+  // Hermes answers an unknown id "Job not found"; any other 404 is a Hermes without the jobs routes.
+  if (response.status === 404) {
+    return error === 'Job not found' ? { outcome: 'not_found' } : { outcome: 'unavailable', status: 404 };
+  }
+  return { outcome: 'refused', status: response.status, ...(error !== undefined ? { error } : {}) };
 }

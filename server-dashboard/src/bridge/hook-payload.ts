@@ -51,4 +51,7 @@ export const BRIDGED_HOOKS = [
   'subagent_stop',
   'pre_tool_call',
   'post_tool_call',
+  // Each model request's context use, for Lock Screen progress; a Hermes without them skips them.
+  'pre_api_request',
+  'post_api_request',
 ] as const;

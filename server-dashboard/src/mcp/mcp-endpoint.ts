@@ -20,6 +20,17 @@ import {
   type CallUserAnswer,
 } from '../features/calls/call-tool.js';
 import { settingsOf, type CallsState } from '../features/calls/calls-state.js';
+import { CallWatchesState, profileTimeZone, reportWatch, type ReportAnswer } from '../features/calls/call-watches.js';
+import {
+  CALL_WATCH_DESCRIPTION,
+  CALL_WATCH_TOOL,
+  WATCH_REPORT_DESCRIPTION,
+  WATCH_REPORT_TOOL,
+  callWatchInput,
+  watchReportInput,
+  type CallWatchAnswer,
+  type CallWatchJobs,
+} from '../features/calls/watch-jobs.js';
 import type { Clock } from '../clock.js';
 
 /** Where Hermes reaches the conduit_* tools; outside /api, so it is never proxied to the dashboard. */
@@ -30,9 +41,11 @@ export const MCP_SERVER_NAME = 'conduit';
  * The tools served. Only what this service can really answer: the seed's other tools (conduit_present,
  * conduit_health, conduit_location, …) need features this service does not have yet, and a tool that
  * cannot work must not be offered to the model. conduit_call_user is offered only while the profile
- * is paired and "call when I ask" or "Hermes decides" is on.
+ * is paired and "call when I ask" or "Hermes decides" is on; conduit_call_watch while it is paired on a
+ * Hermes whose scheduled jobs this host can write; conduit_watch_report while it is paired (it only
+ * works in a call watch's run).
  */
-export const MCP_TOOLS = ['conduit_status', CALL_USER_TOOL] as const;
+export const MCP_TOOLS = ['conduit_status', CALL_USER_TOOL, CALL_WATCH_TOOL, WATCH_REPORT_TOOL] as const;
 
 /** The name Hermes gives one of this server's tools (`mcp_<server>_<tool>`), as its hooks see it. */
 export function hermesToolName(tool: string): string {
@@ -40,25 +53,38 @@ export function hermesToolName(tool: string): string {
 }
 
 /** The tools whose calls the pre_tool_call hook signs with the calling turn (tool-context.ts). */
-export const TOOLS_NEEDING_CONTEXT: readonly string[] = [hermesToolName(CALL_USER_TOOL)];
+export const TOOLS_NEEDING_CONTEXT: readonly string[] = [
+  hermesToolName(CALL_USER_TOOL),
+  hermesToolName(WATCH_REPORT_TOOL),
+];
 
-function answered(answer: CallUserAnswer) {
+function answered(answer: CallUserAnswer | CallWatchAnswer | ReportAnswer) {
   return {
     content: [{ type: 'text' as const, text: JSON.stringify(answer) }],
-    structuredContent: answer,
-    ...(answer.status === 'refused' ? { isError: true } : {}),
+    structuredContent: answer as unknown as Record<string, unknown>,
+    ...(answer.status === 'refused' || answer.status === 'failed' ? { isError: true } : {}),
   };
+}
+
+async function pairedNow(profile: ProfileScope): Promise<boolean> {
+  try {
+    return isPaired(await readCredentials(profile.home));
+  } catch {
+    return false; // an unreadable credential: nothing that needs the pairing is offered
+  }
 }
 
 async function callUserVisible(profile: ProfileScope, options: McpEndpointOptions): Promise<boolean> {
   try {
-    if (!isPaired(await readCredentials(profile.home))) return false;
     const settings = settingsOf(await options.calls.stateOf(profile.home).read(options.clock.now() / 1000));
     return settings.when_asked || settings.decides;
   } catch {
-    return false; // an unreadable credential or calls file: not offered
+    return false; // an unreadable calls file: not offered
   }
 }
+
+const NO_HOOK_CONTEXT =
+  "This call did not come through this profile's Conduit hook, so the chat it belongs to is unknown; run `conduit setup-hermes` and restart Hermes.";
 
 async function buildServer(profile: ProfileScope, options: McpEndpointOptions): Promise<McpServer> {
   const server = new McpServer({ name: MCP_SERVER_NAME, version: options.version });
@@ -85,7 +111,9 @@ async function buildServer(profile: ProfileScope, options: McpEndpointOptions): 
       }
     },
   );
-  if (await callUserVisible(profile, options)) {
+  const paired = await pairedNow(profile);
+  const watchesOf = () => new CallWatchesState(options.calls.stateOf(profile.home));
+  if (paired && (await callUserVisible(profile, options))) {
     server.registerTool(
       CALL_USER_TOOL,
       {
@@ -96,13 +124,7 @@ async function buildServer(profile: ProfileScope, options: McpEndpointOptions): 
       },
       async (args) => {
         const context = options.toolContext.verify(args[TOOL_CONTEXT_ARG], profile.home);
-        if (!context) {
-          return answered({
-            status: 'refused',
-            message:
-              "This call did not come through this profile's Conduit hook, so the chat to ring for is unknown; run `conduit setup-hermes` and restart Hermes. No call was placed.",
-          });
-        }
+        if (!context) return answered({ status: 'refused', message: `${NO_HOOK_CONTEXT} No call was placed.` });
         if (context.isChild) {
           return answered({
             status: 'refused',
@@ -110,6 +132,13 @@ async function buildServer(profile: ProfileScope, options: McpEndpointOptions): 
           });
         }
         try {
+          // A call watch's run reports what it found; the watch decides when to call (once per incident).
+          if (context.cronJobId !== undefined && (await watchesOf().isWatchJob(context.cronJobId))) {
+            return answered({
+              status: 'refused',
+              message: `This run belongs to a call watch: report with ${WATCH_REPORT_TOOL}, which calls the user when the watch should. No call was placed.`,
+            });
+          }
           const answer = await requestCall(
             options.calls.stateOf(profile.home),
             options.clock.now() / 1000,
@@ -128,6 +157,73 @@ async function buildServer(profile: ProfileScope, options: McpEndpointOptions): 
       },
     );
   }
+  if (paired && options.watchJobs && (await options.watchJobs.available(profile))) {
+    const jobs = options.watchJobs;
+    server.registerTool(
+      CALL_WATCH_TOOL,
+      {
+        title: 'Set up a call watch',
+        description: CALL_WATCH_DESCRIPTION,
+        inputSchema: callWatchInput,
+        annotations: { readOnlyHint: false, openWorldHint: false },
+      },
+      async (args) => {
+        try {
+          const answer = await jobs.handle(watchesOf(), args);
+          options.log.info('conduit_call_watch', { status: answer.status, sync: args.sync !== undefined });
+          return answered(answer);
+        } catch (error) {
+          options.log.warn('conduit_call_watch failed', { error: error instanceof Error ? error.name : 'error' });
+          return answered({ status: 'failed', message: 'The call watches of this profile could not be read.' });
+        }
+      },
+    );
+  }
+  if (paired) {
+    server.registerTool(
+      WATCH_REPORT_TOOL,
+      {
+        title: 'Report a call watch',
+        description: WATCH_REPORT_DESCRIPTION,
+        inputSchema: watchReportInput,
+        annotations: { readOnlyHint: false, openWorldHint: true },
+      },
+      async (args) => {
+        const context = options.toolContext.verify(args[TOOL_CONTEXT_ARG], profile.home);
+        if (!context) return answered({ status: 'refused', message: NO_HOOK_CONTEXT });
+        if (context.isChild || context.cronJobId === undefined) {
+          return answered({
+            status: 'refused',
+            message: `${WATCH_REPORT_TOOL} only works in the run of a call watch's cron job. To set up a watch use ${CALL_WATCH_TOOL}.`,
+          });
+        }
+        const sentence = args.sentence.trim();
+        if (!sentence) {
+          return answered({ status: 'refused', message: 'sentence must say, in words, what the run found.' });
+        }
+        try {
+          const answer = await reportWatch(
+            watchesOf(),
+            {
+              jobId: context.cronJobId,
+              sessionId: context.sessionId,
+              nowMs: options.clock.now(),
+              timeZone: await profileTimeZone(profile),
+            },
+            { happening: args.happening, sentence },
+          );
+          options.log.info('conduit_watch_report', {
+            status: answer.status,
+            calling: answer.status === 'reported' && answer.calling,
+          });
+          return answered(answer);
+        } catch (error) {
+          options.log.warn('conduit_watch_report failed', { error: error instanceof Error ? error.name : 'error' });
+          return answered({ status: 'refused', message: 'The call watch state could not be read. Reply [SILENT].' });
+        }
+      },
+    );
+  }
   return server;
 }
 
@@ -142,6 +238,8 @@ export interface McpEndpointOptions {
   /** Signs and checks the calling turn of a tool call (tool-context.ts). */
   toolContext: ToolContextSigner;
   calls: { stateOf(home: string): CallsState };
+  /** Call watches' cron jobs through Hermes' API server; null when none is configured. */
+  watchJobs: CallWatchJobs | null;
 }
 
 function refuse(reply: FastifyReply, status: number, error: string): FastifyReply {

@@ -22,6 +22,8 @@ const payloadShape = z.object({
   t: z.string().optional(),
   /** A subagent's session. */
   c: z.boolean(),
+  /** The cron job whose run this is (Hermes' `cron:<job id>:…` task), when it is one. */
+  j: z.string().optional(),
   /** Expiry, ms since the epoch. */
   e: z.number(),
 });
@@ -31,6 +33,8 @@ export interface ToolContext {
   sessionId: string;
   turnId: string | undefined;
   isChild: boolean;
+  /** The cron job whose run made the call; undefined for a chat turn. */
+  cronJobId: string | undefined;
 }
 
 export class ToolContextSigner {
@@ -49,6 +53,7 @@ export class ToolContextSigner {
       c: context.isChild,
       e: this.now() + CONTEXT_TTL_MS,
       ...(context.turnId ? { t: context.turnId } : {}),
+      ...(context.cronJobId ? { j: context.cronJobId } : {}),
     };
     const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
     return `${body}.${this.sign(body).toString('base64url')}`;
@@ -70,6 +75,12 @@ export class ToolContextSigner {
     }
     const parsed = payloadShape.safeParse(json);
     if (!parsed.success || parsed.data.h !== home || parsed.data.e < this.now()) return null;
-    return { home: parsed.data.h, sessionId: parsed.data.s, turnId: parsed.data.t, isChild: parsed.data.c };
+    return {
+      home: parsed.data.h,
+      sessionId: parsed.data.s,
+      turnId: parsed.data.t,
+      isChild: parsed.data.c,
+      cronJobId: parsed.data.j,
+    };
   }
 }

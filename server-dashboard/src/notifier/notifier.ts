@@ -85,6 +85,8 @@ export interface NotifierPorts {
     resumed(profile: ProfileScope, sessionId: string): void;
     responding(profile: ProfileScope, sessionId: string): void;
     ended(profile: ProfileScope, sessionId: string, phase: 'done' | 'failed' | 'stopped'): void;
+    /** A model request starts or answered (pre_/post_api_request): its context use. */
+    modelRequest?(profile: ProfileScope, sessionId: string, payload: HookPayload): void;
   };
   /**
    * The Conduit MCP tools that need their calling turn (Hermes' names for them) and the signed context
@@ -92,7 +94,14 @@ export interface NotifierPorts {
    */
   toolContext?: {
     tools: readonly string[];
-    mint(profile: ProfileScope, sessionId: string, turnId: string | undefined, isChild: boolean): string;
+    /** `cronJob`: the job whose run this turn is (a call watch's run reports instead of calling). */
+    mint(
+      profile: ProfileScope,
+      sessionId: string,
+      turnId: string | undefined,
+      isChild: boolean,
+      cronJob: string | null,
+    ): string;
   };
   clarify: {
     /** Holds a clarify call for an answer from the phone; null lets Hermes' native clarify run. */
@@ -210,6 +219,7 @@ export class Notifier {
             sessionId,
             hookString(payload, 'turn_id'),
             state.children.has(sessionId),
+            cronJobId(hookString(payload, 'task_id'), sessionId),
           );
           return { action: 'modify', args: { ...args, [TOOL_CONTEXT_ARG]: context } };
         }
@@ -224,6 +234,12 @@ export class Notifier {
         if (answer !== null) this.ports.calls?.alertSettled(profile, sessionId, 'question');
         return answer;
       }
+      // Hermes versions without these hooks never send them; the rest of the progress still works.
+      case 'pre_api_request':
+      case 'post_api_request':
+        if (sessionId && !state.children.has(sessionId))
+          this.ports.progress?.modelRequest?.(profile, sessionId, payload);
+        return null;
       case 'post_tool_call':
         if (payload.tool_name === 'clarify') {
           this.ports.clarify.settledNatively(profile, payload);

@@ -67,17 +67,31 @@ export function servedCapabilities(
   return all.sort((a, b) => rank(a.name) - rank(b.name));
 }
 
+/**
+ * A capability that is no route of this host but something it does through others, listed only while
+ * it works right now (asked at each request): `live-activities` needs a pairing and a relay that takes
+ * the reports (features/live-activities/capability.ts).
+ */
+export interface WorkingCapability {
+  name: string;
+  working(): Promise<boolean>;
+}
+
 export function capabilityRoutes(
   app: FastifyInstance,
   config: HostConfig,
   features: readonly HostFeature[],
-  options: { bootId: string; canRestart: boolean },
+  options: { bootId: string; canRestart: boolean; whenWorking?: readonly WorkingCapability[] },
 ): void {
   const { bootId } = options;
   const served = servedCapabilities(features, options.canRestart ? [SELF_RESTART_CAPABILITY] : []).map(
     (capability) => capability.name,
   );
-  bindRoute(app, getCapabilities, () => {
+  const whenWorking = options.whenWorking ?? [];
+  bindRoute(app, getCapabilities, async () => {
+    const working = await Promise.all(
+      whenWorking.map(async (capability) => ((await capability.working().catch(() => false)) ? [capability.name] : [])),
+    );
     const version = config.readDiskVersion();
     return {
       status: 200,
@@ -87,7 +101,7 @@ export function capabilityRoutes(
         loaded_version: config.loadedVersion,
         restart_needed: version !== null && version !== config.loadedVersion,
         boot_id: bootId,
-        capabilities: [...served],
+        capabilities: [...served, ...working.flat()],
       },
       headers: { 'Cache-Control': 'no-store' },
     };

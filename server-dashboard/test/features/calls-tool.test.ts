@@ -99,7 +99,11 @@ describe('conduit_call_user', () => {
   it('is offered while paired, and rings when the asking turn ends, with the reason said first', async () => {
     await settings({ enabled: true });
     const client = await mcp();
-    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['conduit_status', 'conduit_call_user']);
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual([
+      'conduit_status',
+      'conduit_call_user',
+      'conduit_watch_report',
+    ]);
     await client.close();
 
     const { structured } = await toolCall('chat-1', {

@@ -137,6 +137,52 @@ describe('Live Activity reports', () => {
   });
 });
 
+describe('context use (Hermes with pre_api_request / post_api_request)', () => {
+  it('reports how full the context is, coalesced with the rest, and carries it into the next turn', async () => {
+    (relay.liveActivities as Set<string>).add('ctx');
+    await hook('pre_llm_call', 'ctx', { extra: { turn_id: 't1' } });
+    expect(relay.progress).toEqual([{ session_id: 'ctx', phase: 'thinking', tool_count: 0, started_at: STARTED }]);
+    // The request's own estimate, then what the provider counted (cached prompt tokens fill it too).
+    await hook('pre_api_request', 'ctx', { extra: { approx_input_tokens: 30_000, context_length: 200_000 } });
+    await hook('post_api_request', 'ctx', {
+      extra: {
+        usage: { input_tokens: 10_000, cache_read_tokens: 40_000, output_tokens: 900 },
+        context_length: 200_000,
+      },
+    });
+    expect(relay.progress).toHaveLength(1);
+    await advance(5_000);
+    expect(relay.progress[1]).toEqual({
+      session_id: 'ctx',
+      phase: 'thinking',
+      tool_count: 0,
+      context_pct: 25,
+      started_at: STARTED,
+    });
+    // A request that names no window is measured against the one an earlier request named.
+    await hook('pre_tool_call', 'ctx', { tool_name: 'terminal' });
+    await hook('pre_api_request', 'ctx', { extra: { approx_input_tokens: 100_000 } });
+    await advance(5_000);
+    expect(relay.progress[2]).toMatchObject({ phase: 'tool', tool_count: 1, context_pct: 50 });
+    // The same percentage again makes no report of its own.
+    await hook('post_api_request', 'ctx', { extra: { usage: { prompt_tokens: 100_400 } } });
+    await advance(5_000);
+    expect(relay.progress).toHaveLength(3);
+    await hook('on_session_end', 'ctx', { extra: { completed: true } });
+    expect(relay.progress.at(-1)).toMatchObject({ phase: 'done', context_pct: 50, end: true });
+    await hook('pre_llm_call', 'ctx', { extra: { turn_id: 't2' } });
+    expect(relay.progress.at(-1)).toMatchObject({ phase: 'thinking', tool_count: 0, context_pct: 50 });
+  });
+
+  it("a subagent's model requests do not move its parent's Live Activity", async () => {
+    await hook('pre_llm_call', 'parent');
+    await hook('subagent_start', 'parent', { extra: { child_session_id: 'kid', parent_session_id: 'parent' } });
+    await hook('post_api_request', 'kid', { extra: { usage: { prompt_tokens: 90_000 }, context_length: 100_000 } });
+    await advance(60_000);
+    expect(relay.progress.some((report) => 'context_pct' in report)).toBe(false);
+  });
+});
+
 describe('tool categories', () => {
   it.each([
     ['terminal', 'terminal'],

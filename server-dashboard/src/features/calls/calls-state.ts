@@ -175,6 +175,26 @@ export class CallsState {
     });
   }
 
+  /**
+   * Changes this file and `other` (a state file of the same profile that shares this lock, such as
+   * conduit-call-watches.json) together under the lock, so a decision that writes both is one step.
+   * Each is written only when `change` returns a new value for it.
+   */
+  async updateWith<S, T>(
+    nowS: number,
+    other: JsonStateFile<S>,
+    change: (calls: CallsFile, other: S) => { calls: CallsFile; other: S; result: T },
+  ): Promise<T> {
+    return withFileLock(this.lock, async () => {
+      const current = prune(await this.readRaw(), nowS);
+      const otherCurrent = await other.read();
+      const next = change(current, otherCurrent);
+      if (next.other !== otherCurrent) await other.write(next.other);
+      if (next.calls !== current) await this.write(next.calls);
+      return next.result;
+    });
+  }
+
   private readRaw(): Promise<CallsFile> {
     return this.json.read();
   }

@@ -4,10 +4,12 @@ import type {
   liveActivityProgress,
   liveActivityToolCategory,
 } from '@conduit/contracts/relay/live-activities';
+import type { HookPayload } from '../../bridge/hook-payload.js';
 import type { Clock } from '../../clock.js';
 import type { Timers } from '../../kernel/timers.js';
 import type { Logger } from '../../log.js';
 import type { ProfileScope } from '../../notifier/notifier.js';
+import { contextPercent, contextUseOf } from './context-use.js';
 
 export type Phase = z.infer<typeof liveActivityPhase>;
 export type ToolCategory = z.infer<typeof liveActivityToolCategory>;
@@ -45,7 +47,17 @@ export const LIVE_ACTIVITY_PACING = {
   unwatchedAskMs: 15_000,
   /** A relay without the route is left alone this long. */
   absentBackoffMs: 30 * 60_000,
+  /** A relay that took a report is taken to still take them this long (GET /capabilities). */
+  acceptedForMs: 10 * 60_000,
+  /** A relay that could not be asked (down, 5xx) is asked again only after this. */
+  probeRetryMs: 60_000,
 } as const;
+
+/**
+ * The session of the report that asks a relay whether it takes reports: no phone registers it, so the
+ * relay answers `watching: false` and pushes nothing.
+ */
+export const PROBE_SESSION_ID = 'conduit-capability-probe';
 
 interface TurnProgress {
   profile: ProfileScope;
@@ -54,6 +66,8 @@ interface TurnProgress {
   phase: Phase;
   category: ToolCategory | undefined;
   toolCount: number;
+  /** How full the model's context is (0–100), once a model request said so. */
+  contextPct: number | undefined;
   /** When the last report went (ms), or null before the first. */
   lastSent: number | null;
   /** Nobody watched at the last report: no report before this (ms). */
@@ -88,7 +102,8 @@ export function toolCategory(toolName: string): ToolCategory {
 
 /**
  * Keeps the Live Activity of a turn current through the relay (POST /v1/live-activities/progress):
- * phase changes, tool starts (the count and a coarse category), approvals and questions, the end.
+ * phase changes, tool starts (the count and a coarse category), approvals and questions, each model
+ * request's context use (Hermes with pre_/post_api_request), the end.
  * Reports are coalesced to one every 5 s per watched turn with the end at once; a turn the relay says
  * nobody watches is asked about again only every 15 s; a relay without the route is left alone for 30
  * minutes. Nothing here waits on the network for Hermes: the hooks only record, reports go out after.
@@ -97,7 +112,18 @@ export class LiveActivityReporter {
   private readonly turns = new Map<string, TurnProgress>();
   /** Relay URLs without the route, until when (ms). */
   private readonly absent = new Map<string, number>();
+  /** Relay URLs that took a report, until when (ms) that is taken as still true. */
+  private readonly accepting = new Map<string, number>();
+  /** Relay URLs that could not be asked, until when (ms) they are not asked again. */
+  private readonly unasked = new Map<string, number>();
+  private readonly probes = new Map<string, Promise<boolean>>();
   private readonly inFlight = new Set<Promise<void>>();
+  /**
+   * By session: the model's context window and the last percentage, kept across turns (a chat's context
+   * carries over), so a turn reports its context from its start and a request that names no window is
+   * measured against the one an earlier request named. Bounded like the turns.
+   */
+  private readonly contexts = new Map<string, { windowTokens: number | undefined; pct: number | undefined }>();
 
   constructor(private readonly ports: ReporterPorts) {}
 
@@ -117,6 +143,7 @@ export class LiveActivityReporter {
         phase: 'thinking',
         category: undefined,
         toolCount: 0,
+        contextPct: this.contexts.get(key)?.pct,
         lastSent: null,
         quietUntil: 0,
         scheduled: null,
@@ -159,6 +186,30 @@ export class LiveActivityReporter {
     });
   }
 
+  /**
+   * A model request of the turn starts or answered (pre_/post_api_request): its context use. Only a
+   * changed percentage makes a report, so a turn of many requests is not reported once per request.
+   */
+  modelRequest(profile: ProfileScope, sessionId: string, payload: HookPayload): void {
+    const use = contextUseOf(payload);
+    if (!use) return;
+    const key = this.key(profile, sessionId);
+    const known = this.contexts.get(key);
+    const windowTokens = use.windowTokens ?? known?.windowTokens;
+    const pct =
+      use.usedTokens !== undefined && windowTokens !== undefined
+        ? contextPercent(use.usedTokens, windowTokens)
+        : known?.pct;
+    this.contexts.delete(key);
+    this.contexts.set(key, { windowTokens, pct });
+    while (this.contexts.size > 1_000) this.contexts.delete(this.contexts.keys().next().value as string);
+    const turn = this.turns.get(key);
+    if (!turn || pct === undefined || turn.contextPct === pct) return;
+    this.change(profile, sessionId, (changed) => {
+      changed.contextPct = pct;
+    });
+  }
+
   /** The turn ended: its report goes at once, with `end`, and the turn is forgotten. */
   ended(profile: ProfileScope, sessionId: string, phase: 'done' | 'failed' | 'stopped'): void {
     const key = this.key(profile, sessionId);
@@ -170,6 +221,52 @@ export class LiveActivityReporter {
     turn.phase = phase;
     turn.category = undefined;
     this.track(this.send(turn, true));
+  }
+
+  /**
+   * Whether the profile's reports reach a relay that takes them (`live-activities` in GET
+   * /capabilities): known from the last answer the relay gave, else asked once with a report for a
+   * session no phone registers. Not paired: false.
+   */
+  async reporting(profile: ProfileScope): Promise<boolean> {
+    const target = await this.ports.target(profile).catch(() => null);
+    if (!target) return false;
+    const now = this.ports.clock.now();
+    const url = target.relayUrl;
+    if ((this.absent.get(url) ?? 0) > now || (this.unasked.get(url) ?? 0) > now) return false;
+    if ((this.accepting.get(url) ?? 0) > now) return true;
+    let probe = this.probes.get(url);
+    if (!probe) {
+      probe = this.probe(target).finally(() => this.probes.delete(url));
+      this.probes.set(url, probe);
+    }
+    return probe;
+  }
+
+  private async probe(target: ProgressTarget): Promise<boolean> {
+    const report: ProgressReport = {
+      session_id: PROBE_SESSION_ID,
+      phase: 'done',
+      tool_count: 0,
+      started_at: Math.floor(this.ports.clock.now() / 1000),
+    };
+    const answer = await this.ports.post(target, report).catch((): ProgressAnswer => 'error');
+    this.remember(target.relayUrl, answer);
+    if (answer === 'error')
+      this.unasked.set(target.relayUrl, this.ports.clock.now() + LIVE_ACTIVITY_PACING.probeRetryMs);
+    return answer === 'watching' || answer === 'unwatched';
+  }
+
+  /** What an answer says about the relay: it takes reports, or has no such route. */
+  private remember(relayUrl: string, answer: ProgressAnswer): void {
+    const now = this.ports.clock.now();
+    if (answer === 'absent') {
+      this.absent.set(relayUrl, now + LIVE_ACTIVITY_PACING.absentBackoffMs);
+      this.accepting.delete(relayUrl);
+    } else if (answer === 'watching' || answer === 'unwatched') {
+      this.accepting.set(relayUrl, now + LIVE_ACTIVITY_PACING.acceptedForMs);
+      this.unasked.delete(relayUrl);
+    }
   }
 
   /** Resolves when every report started so far has been answered (tests, shutdown). */
@@ -241,6 +338,7 @@ export class LiveActivityReporter {
       tool_count: turn.toolCount,
       started_at: turn.startedAt,
       ...(turn.category && !target.redact ? { tool_category: turn.category } : {}),
+      ...(turn.contextPct !== undefined ? { context_pct: turn.contextPct } : {}),
       ...(end ? { end: true } : {}),
     };
     turn.sending = true;
@@ -253,8 +351,8 @@ export class LiveActivityReporter {
       answer = 'error';
     }
     turn.sending = false;
+    this.remember(target.relayUrl, answer);
     if (answer === 'absent') {
-      this.absent.set(target.relayUrl, this.ports.clock.now() + LIVE_ACTIVITY_PACING.absentBackoffMs);
       this.ports.log.info('relay has no Live Activity route; reports off for 30 minutes');
       return;
     }
