@@ -54,7 +54,13 @@ export const approvalRequest = z.looseObject({
 });
 
 /** The terminal events: exactly one ends a run's stream. */
-export const runCompleted = z.looseObject({ event: z.literal('run.completed'), ...common, output: text });
+export const runCompleted = z.looseObject({
+  event: z.literal('run.completed'),
+  ...common,
+  output: text,
+  /** Steer text the run took but never delivered to the model: the client replays it as a new turn. */
+  pending_steer: text,
+});
 export const runFailed = z.looseObject({ event: z.literal('run.failed'), ...common, error: text });
 export const runCancelled = z.looseObject({ event: z.literal('run.cancelled'), ...common });
 

@@ -22,7 +22,11 @@ export interface TurnImage {
 
 export type TurnEvent =
   | { kind: 'approval'; requestId: string | null; command: string; description: string }
-  | { kind: 'completed'; output: string }
+  | {
+      kind: 'completed';
+      output: string;
+      /** Steer text the run took but never delivered (replay it). */ pendingSteer?: string;
+    }
   | { kind: 'failed'; error: string }
   | { kind: 'cancelled' };
 
@@ -52,6 +56,11 @@ export interface AgentBackend {
   startTurn(request: TurnRequest): Promise<AgentTurn>;
   approve(runId: string, choice: ApprovalChoice, requestId: string | null): Promise<void>;
   stop(runId: string): Promise<void>;
+  /**
+   * Folds words into the running turn (`busy_input_mode: steer`); false when the run did not take them
+   * (not running, or no tool boundary left), and the caller queues them instead. Absent: never steers.
+   */
+  steer?(runId: string, text: string): Promise<boolean>;
   /** Present when the backend can take reactions; otherwise reactions are settled as ignored. */
   onReaction?: (notice: ReactionNotice) => Promise<void>;
 }

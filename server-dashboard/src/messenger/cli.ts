@@ -23,8 +23,8 @@ function argValue(args: string[], name: string): string | null {
 function loadConfig(args: string[]): MessengerConfig {
   const profile = argValue(args, '--profile') ?? process.env['HERMES_PROFILE'] ?? null;
   const home = profileHome(process.env, profile);
-  const { env, extra } = loadProfileSettings(process.env, home, isSecondaryProfile(profile));
-  return readMessengerConfig(env, home, extra);
+  const { env, extra, display } = loadProfileSettings(process.env, home, isSecondaryProfile(profile));
+  return readMessengerConfig(env, home, extra, display);
 }
 
 async function start(config: MessengerConfig): Promise<number> {
@@ -79,6 +79,7 @@ function status(config: MessengerConfig): number {
     `group chat policy: ${config.groupChatPolicy}`,
     `approval admins:   ${config.groupApprovalAdmins.size === 0 ? 'none' : [...config.groupApprovalAdmins].join(', ')}`,
     `reply-to mode:     ${config.replyToMode}`,
+    `busy input mode:   ${config.busyInputMode}`,
     `hermes api:        ${config.hermes.baseUrl}`,
   ];
   try {

@@ -12,6 +12,8 @@ export class MessengerConfigError extends Error {
 
 export type ReplyToMode = 'off' | 'first' | 'all' | 'auto';
 export type GroupChatPolicy = 'mentions' | 'all';
+/** Hermes' `display.busy_input_mode`: what a message arriving mid-turn does. */
+export type BusyInputMode = 'interrupt' | 'queue' | 'steer';
 
 export interface MessengerConfig {
   /** Bearer for REST and the WebSocket upgrade. Never logged, never written. */
@@ -30,6 +32,12 @@ export interface MessengerConfig {
    * the commands `userAllowed` names (lower case, without the slash).
    */
   commands: { admins: ReadonlySet<string>; userAllowed: ReadonlySet<string> };
+  /**
+   * Hermes' global `display.busy_input_mode` (default interrupt; HERMES_GATEWAY_BUSY_INPUT_MODE wins, as
+   * in Hermes' gateway): a message arriving while the chat's turn runs interrupts it, is steered into
+   * it, or is queued behind it.
+   */
+  busyInputMode: BusyInputMode;
   stateDir: string;
   replyToMode: ReplyToMode;
   groupChatPolicy: GroupChatPolicy;
@@ -77,6 +85,7 @@ export function readMessengerConfig(
   env: NodeJS.ProcessEnv,
   profileHome: string,
   extra: ProfileExtra = {},
+  display: { busy_input_mode?: unknown } = {},
 ): MessengerConfig {
   const agentToken = pick(env, extra, ['RELAY_AGENT_TOKEN'], ['token']);
   if (agentToken === undefined || agentToken.trim() === '') {
@@ -103,6 +112,12 @@ export function readMessengerConfig(
   const userAllowed = contactIds(pick(env, extra, ['RELAY_USER_ALLOWED_COMMANDS'], ['user_allowed_commands'])).map(
     (name) => name.replace(/^\//, '').toLowerCase(),
   );
+  const busyRaw = (env['HERMES_GATEWAY_BUSY_INPUT_MODE'] ?? display.busy_input_mode ?? 'interrupt')
+    .toString()
+    .trim()
+    .toLowerCase();
+  // An unknown mode is Hermes' default, as its gateway reads it.
+  const busyInputMode: BusyInputMode = busyRaw === 'queue' || busyRaw === 'steer' ? busyRaw : 'interrupt';
   const replyToMode = (pick(env, extra, ['RELAY_REPLY_TO_MODE'], ['reply_to_mode']) ?? 'auto').trim().toLowerCase();
   if (!['off', 'first', 'all', 'auto'].includes(replyToMode)) {
     throw new MessengerConfigError('RELAY_REPLY_TO_MODE must be off, first, all or auto');
@@ -123,6 +138,7 @@ export function readMessengerConfig(
     allowedContacts: new Set(allowed),
     groupApprovalAdmins: new Set(groupApprovalAdmins),
     commands: { admins: new Set(commandAdmins), userAllowed: new Set(userAllowed) },
+    busyInputMode,
     stateDir,
     replyToMode: replyToMode as ReplyToMode,
     groupChatPolicy,

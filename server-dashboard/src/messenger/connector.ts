@@ -71,6 +71,7 @@ export class MessengerConnector {
       allowedContacts: config.allowedContacts,
       groupApprovalAdmins: config.groupApprovalAdmins,
       commands: config.commands,
+      busyInputMode: config.busyInputMode,
       groupChatPolicy: config.groupChatPolicy,
       replyToMode: config.replyToMode,
       mediaRoot: options.mediaRoot ?? null,

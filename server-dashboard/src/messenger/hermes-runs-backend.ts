@@ -96,7 +96,11 @@ export class HermesRunsBackend implements AgentBackend {
           };
           break;
         case 'run.completed':
-          yield { kind: 'completed', output: e.output ?? '' };
+          yield {
+            kind: 'completed',
+            output: e.output ?? '',
+            ...(e.pending_steer ? { pendingSteer: e.pending_steer } : {}),
+          };
           return;
         case 'run.failed':
           yield { kind: 'failed', error: e.error ?? 'run failed' };
@@ -119,5 +123,9 @@ export class HermesRunsBackend implements AgentBackend {
 
   async stop(runId: string): Promise<void> {
     await this.api.stopRun(runId);
+  }
+
+  async steer(runId: string, text: string): Promise<boolean> {
+    return (await this.api.steerRun(runId, text)) === 'accepted';
   }
 }

@@ -27,7 +27,7 @@ import {
   type ConnectorCommand,
 } from './commands.js';
 import type { Clock, Logger } from './clock.js';
-import type { GroupChatPolicy, ReplyToMode } from './config.js';
+import type { BusyInputMode, GroupChatPolicy, ReplyToMode } from './config.js';
 import type { Inbox, InboxRow } from './inbox.js';
 import {
   approvalChoice,
@@ -71,12 +71,25 @@ export interface ProcessorOptions {
   groupApprovalAdmins: ReadonlySet<string>;
   /** Who may run which slash command (commands.ts); absent: anyone, every command. */
   commands?: { admins: ReadonlySet<string>; userAllowed: ReadonlySet<string> };
+  /** What a message arriving mid-turn does (config.ts); absent: queued behind the turn. */
+  busyInputMode?: BusyInputMode;
   groupChatPolicy: GroupChatPolicy;
   replyToMode: ReplyToMode;
   /** Called when the processor must stop for good (e.g. the state binding no longer holds). */
   onFatal?: (err: Error) => void;
   /** Directory a `MEDIA:` path in an answer must be inside (unset: media lines are sent as text). */
   mediaRoot?: string | null;
+}
+
+/** A chat's turn while its run goes on. */
+interface RunningTurn {
+  runId: string;
+  /** `/stop` (or an interrupting message) asked Hermes to stop it. */
+  stopped: boolean;
+  /** Stopped by a newer message (busy_input_mode interrupt), not by `/stop`. */
+  interrupted: boolean;
+  /** Rows whose words were steered into this run: settled with it. */
+  steered: string[];
 }
 
 /** Per-turn send context: one Idempotency ordinal per POST, reset for every turn. */
@@ -117,7 +130,12 @@ export class InboxProcessor {
   private readonly chatChains = new Map<string, Promise<void>>();
   private readonly approvals = new Map<string, PendingApproval>();
   /** The run each chat's turn is on while it runs, and whether `/stop` asked Hermes to stop it. */
-  private readonly runningTurns = new Map<string, { runId: string; stopped: boolean }>();
+  private readonly runningTurns = new Map<string, RunningTurn>();
+  /**
+   * Rows of turns a newer message interrupted: Hermes holds their words in the session, so they are
+   * settled with the next turn of the chat that ends well (a crash before then replays them).
+   */
+  private readonly carried = new Map<string, string[]>();
   private inHand = 0;
   private running = false;
   private pumping = false;
@@ -368,6 +386,7 @@ export class InboxProcessor {
       return this.runCommand(row, intake.event, intake.name);
     }
     const chatId = intake.event.chat.id;
+    if (intake.kind === 'turn' && (await this.foldedIntoRunningTurn(row, chatId, intake.input))) return;
     // One turn at a time per chat, in arrival order; other chats run beside it.
     const previous = this.chatChains.get(chatId) ?? Promise.resolve();
     const turn = previous.then(() =>
@@ -397,6 +416,48 @@ export class InboxProcessor {
     await this.answer(row, event, APPROVAL_REFUSAL_TEXT, {
       ignoredAs: 'approval answer from a group member who is neither the requester nor an admin',
     });
+  }
+
+  /**
+   * A message that arrives while the chat's turn runs, as `busy_input_mode` says (Hermes' own gateway
+   * rules): `steer` folds it into the running turn (true: the row now rides on that run); `interrupt`
+   * stops the run and lets this message's turn follow at once; `queue` (and a steer the run did not
+   * take) leaves it to wait its turn.
+   */
+  private async foldedIntoRunningTurn(row: InboxRow, chatId: string, input: string): Promise<boolean> {
+    const running = this.runningTurns.get(chatId);
+    if (running === undefined || running.stopped) return false;
+    const mode = this.o.busyInputMode ?? 'queue';
+    if (mode === 'steer' && this.o.agent.steer) {
+      this.o.inbox.markDispatched(row.eventId);
+      let taken = false;
+      try {
+        taken = await this.o.agent.steer(running.runId, input);
+      } catch (err) {
+        this.o.log.warn('relay steer failed; the message waits its turn', {
+          chat_id: chatId,
+          error: (err as Error).message,
+        });
+      }
+      if (taken && this.runningTurns.get(chatId) === running) {
+        running.steered.push(row.eventId);
+        return true;
+      }
+      return false;
+    }
+    if (mode === 'interrupt') {
+      running.stopped = true;
+      running.interrupted = true;
+      try {
+        await this.o.agent.stop(running.runId);
+      } catch (err) {
+        this.o.log.warn('relay interrupt: Hermes did not take the stop', {
+          chat_id: chatId,
+          error: (err as Error).message,
+        });
+      }
+    }
+    return false;
   }
 
   /** A reply to one inbound row, sent under the row's own Idempotency-Key, then the row settled. */
@@ -467,8 +528,9 @@ export class InboxProcessor {
         instructions: RELAY_PLATFORM_HINT,
         ...(images.length > 0 ? { images } : {}),
       });
-      const running = { runId: turn.runId, stopped: false };
+      const running: RunningTurn = { runId: turn.runId, stopped: false, interrupted: false, steered: [] };
       this.runningTurns.set(chatId, running);
+      const carried = this.carried.get(chatId) ?? [];
       for await (const ev of turn.events) {
         if (ev.kind === 'approval') {
           this.approvals.set(chatId, { runId: turn.runId, requestId: ev.requestId, requesterId: senderOf(event).id });
@@ -483,14 +545,26 @@ export class InboxProcessor {
           await this.send(chatId, { parts: [{ type: 'text', value: text.slice(0, 10_000) }] }, ctx);
         } else if (ev.kind === 'completed') {
           this.approvals.delete(chatId);
+          this.runningTurns.delete(chatId);
           await this.deliver(chatId, event, ev.output, ctx);
-          this.o.inbox.complete([row.eventId, ...reactions.eventIds]);
+          // Steered words the run never delivered are replayed: their rows go back to wait a turn.
+          const steered = ev.pendingSteer ? [] : running.steered;
+          for (const id of ev.pendingSteer ? running.steered : []) this.o.inbox.retry(id, 'steer not delivered');
+          this.o.inbox.complete([row.eventId, ...reactions.eventIds, ...steered, ...carried]);
+          this.carried.delete(chatId);
           this.settled += 1;
           return;
         } else if (running.stopped) {
-          // Stopped with /stop: the turn is over as asked, not a failure to retry.
           this.approvals.delete(chatId);
-          this.o.inbox.complete([row.eventId, ...reactions.eventIds]);
+          this.runningTurns.delete(chatId);
+          if (running.interrupted) {
+            // A newer message interrupted it: its words are in the session, and its rows settle with
+            // the next turn that ends well.
+            this.carried.set(chatId, [...carried, row.eventId, ...reactions.eventIds, ...running.steered]);
+          } else {
+            // Stopped with /stop: the turn is over as asked, not a failure to retry.
+            this.o.inbox.complete([row.eventId, ...reactions.eventIds, ...running.steered]);
+          }
           this.settled += 1;
           return;
         } else if (ev.kind === 'failed') {

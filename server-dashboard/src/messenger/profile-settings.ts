@@ -44,7 +44,7 @@ export function loadProfileSettings(
   env: NodeJS.ProcessEnv,
   home: string,
   secondary = false,
-): { env: NodeJS.ProcessEnv; extra: ProfileExtra } {
+): { env: NodeJS.ProcessEnv; extra: ProfileExtra; display: { busy_input_mode?: unknown } } {
   let fileEnv: Record<string, string> = {};
   try {
     fileEnv = parseDotenv(fs.readFileSync(path.join(home, '.env'), 'utf8'));
@@ -52,16 +52,25 @@ export function loadProfileSettings(
     fileEnv = {};
   }
   let extra: ProfileExtra = {};
+  let display: { busy_input_mode?: unknown } = {};
   try {
-    const doc: unknown = parseYaml(fs.readFileSync(path.join(home, 'config.yaml'), 'utf8'));
-    const e = (doc as { gateway?: { platforms?: { relayapp?: { extra?: unknown } } } } | null)?.gateway?.platforms
-      ?.relayapp?.extra;
+    const doc = parseYaml(fs.readFileSync(path.join(home, 'config.yaml'), 'utf8')) as {
+      gateway?: { platforms?: { relayapp?: { extra?: unknown } } };
+      display?: unknown;
+    } | null;
+    const e = doc?.gateway?.platforms?.relayapp?.extra;
     if (typeof e === 'object' && e !== null && !Array.isArray(e)) extra = e as ProfileExtra;
+    // Hermes' display settings are global, not per platform: busy_input_mode is read from there.
+    const d = doc?.display;
+    if (typeof d === 'object' && d !== null && !Array.isArray(d)) {
+      const mode = (d as { busy_input_mode?: unknown }).busy_input_mode;
+      if (typeof mode === 'string') display = { busy_input_mode: mode };
+    }
   } catch {
     extra = {};
   }
-  if (!secondary) return { env: { ...fileEnv, ...env }, extra };
+  if (!secondary) return { env: { ...fileEnv, ...env }, extra, display };
   const outside: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) if (!isProfileScoped(name)) outside[name] = value;
-  return { env: { ...outside, ...fileEnv }, extra };
+  return { env: { ...outside, ...fileEnv }, extra, display };
 }

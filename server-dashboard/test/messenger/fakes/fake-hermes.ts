@@ -22,6 +22,8 @@ export interface FakeRun {
   done: boolean;
   approvals: Json[];
   stopped: boolean;
+  /** Steer bodies taken (`POST /v1/runs/{id}/steer`). */
+  steers: Json[];
 }
 
 export interface RunControl {
@@ -30,6 +32,8 @@ export interface RunControl {
   nextApproval(): Promise<Json>;
   /** Resolves when `POST /v1/runs/{id}/stop` arrives for this run. */
   stopRequested(): Promise<void>;
+  /** Resolves with the next steer text taken for this run. */
+  nextSteer(): Promise<string>;
 }
 
 export type RunScript = (run: FakeRun, ctl: RunControl) => Promise<void>;
@@ -80,6 +84,7 @@ export class FakeHermes {
   private readonly listeners = new Map<string, Set<(e: Json) => void>>();
   private readonly approvalWaiters = new Map<string, ((b: Json) => void)[]>();
   private readonly stopWaiters = new Map<string, (() => void)[]>();
+  private readonly steerWaiters = new Map<string, ((text: string) => void)[]>();
 
   constructor(
     private readonly apiKey: string,
@@ -147,6 +152,7 @@ export class FakeHermes {
         done: false,
         approvals: [],
         stopped: false,
+        steers: [],
       };
       this.runs.set(run.id, run);
       if (key !== null) this.byKey.set(key, run.id);
@@ -164,6 +170,10 @@ export class FakeHermes {
             list.push(resolve);
             this.approvalWaiters.set(run.id, list);
           }),
+        nextSteer: () =>
+          new Promise((resolve) => {
+            this.steerWaiters.set(run.id, [...(this.steerWaiters.get(run.id) ?? []), resolve]);
+          }),
         stopRequested: () =>
           new Promise((resolve) => {
             if (run.stopped) return resolve();
@@ -174,7 +184,7 @@ export class FakeHermes {
       void this.script(run, ctl).catch((err: unknown) => ctl.emit('run.failed', { error: (err as Error).message }));
       return;
     }
-    const m = /^\/v1\/runs\/([^/]+)\/(events|approval|stop)$/.exec(url.pathname);
+    const m = /^\/v1\/runs\/([^/]+)\/(events|approval|stop|steer)$/.exec(url.pathname);
     const run = m ? this.runs.get(decodeURIComponent(m[1] ?? '')) : undefined;
     if (m === null || run === undefined) return this.json(res, 404, { error: 'run_not_found' });
     if (m[2] === 'events' && req.method === 'GET') {
@@ -202,6 +212,16 @@ export class FakeHermes {
       const waiters = this.approvalWaiters.get(run.id) ?? [];
       waiters.shift()?.(body);
       return this.json(res, 200, { ok: true });
+    }
+    if (m[2] === 'steer' && req.method === 'POST') {
+      // Hermes takes `input`, `message` or `text`; a run that is not running answers 409.
+      const body = JSON.parse(raw || '{}') as Json;
+      const text = [body['input'], body['message'], body['text']].find((v) => typeof v === 'string' && v.trim());
+      if (typeof text !== 'string') return this.json(res, 400, { error: { code: 'invalid_steer_input' } });
+      if (run.done || run.stopped) return this.json(res, 409, { error: { code: 'run_not_accepting_steer' } });
+      run.steers.push(body);
+      this.steerWaiters.get(run.id)?.shift()?.(text);
+      return this.json(res, 200, { object: 'hermes.run.steer', run_id: run.id, accepted: true });
     }
     if (m[2] === 'stop' && req.method === 'POST') {
       run.stopped = true;
