@@ -26,6 +26,14 @@ import {
   postLocalLiveResponses,
 } from './local-live.js';
 import {
+  postVoiceSession,
+  getVoiceChatCalls,
+  getVoiceTags,
+  postVoiceTag,
+  getVoiceSummary,
+  postVoiceSummary,
+} from './voice-sessions.js';
+import {
   getCalls,
   putCalls,
   postCallWatch,
@@ -45,6 +53,7 @@ export { getMemoryContext, postMemoryRecall, getPersonality };
 export { getGptLiveStatus, postGptLiveSession };
 export { getGrokLiveStatus, grokLiveSocket, localLiveSocket };
 export { getLocalLiveStatus, rotateLocalLiveKey, postLocalLiveChatCompletions, postLocalLiveResponses };
+export { postVoiceSession, getVoiceChatCalls, getVoiceTags, postVoiceTag, getVoiceSummary, postVoiceSummary };
 export { getCalls, putCalls, postCallWatch, putCallWatch, deleteCallWatch, putCallPresence, postCallOutcome };
 
 /** The host service's plugin routes, served where the Conduit app expects the Hermes dashboard. */
@@ -81,6 +90,12 @@ export const dashboardSurface = {
     rotateLocalLiveKey,
     postLocalLiveChatCompletions,
     postLocalLiveResponses,
+    postVoiceSession,
+    getVoiceChatCalls,
+    getVoiceTags,
+    postVoiceTag,
+    getVoiceSummary,
+    postVoiceSummary,
     getCalls,
     putCalls,
     postCallWatch,

@@ -6,6 +6,7 @@ import { grokLiveFeature } from './grok-live/index.js';
 import { memoryFeature } from './memory/index.js';
 import { personalityFeature } from './personality/index.js';
 import { speechServerFeature } from './speech-server/index.js';
+import { voiceSessionsFeature } from './voice-sessions/index.js';
 import { webSearchFeature } from './web-search/index.js';
 
 /**
@@ -20,5 +21,6 @@ export const HOST_FEATURES: readonly HostFeature[] = [
   gptLiveFeature,
   grokLiveFeature,
   speechServerFeature,
+  voiceSessionsFeature,
   callsFeature,
 ];
