@@ -295,7 +295,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
       async turnEnded(profile, sessionId, outcome, usual) {
         await calls.turnEnded(profile, sessionId, outcome, usual);
         // Every turn end also looks for holds that ran out, so a restart never loses a call.
-        void calls.sweep();
+        calls.sweepAfterTurn(profile);
       },
       takeNote: (profile, sessionId) => calls.takeNote(profile, sessionId),
       alertRaised: (profile, sessionId, kind, reason, seed) =>

@@ -135,6 +135,27 @@ describe('call me when it is done', () => {
     expect((await api('GET', '/calls')).watches).toBe(0);
   });
 
+  it("a turn end sweeps its own profile for holds that ran out, never another profile's", async () => {
+    const id = await watch({ session_ids: ['swept-job'], hold_s: 60 });
+    await turn('swept-job', 'Swept.', { completed: true });
+    await settled();
+    clock.advance(61_000);
+    // A turn of another profile ends: the default profile's file is not touched.
+    await callHook(host.url, host.hookToken, {
+      hook_event_name: 'on_session_end',
+      profile: 'work',
+      session_id: 'work-chat',
+      extra: { turn_id: 't-work', completed: true },
+    });
+    await settled();
+    expect(types()).toEqual(['response.ready']);
+    // A turn of this profile ends: its sweep finds the hold that ran out and calls.
+    await turn('other-chat', 'Hello.', { completed: true });
+    await settled();
+    expect(types()).toEqual(['response.ready', 'response.ready', 'call.requested']);
+    expect(relay.events[2]?.body.call).toMatchObject({ id, kind: 'done' });
+  });
+
   it('a hold released with hold_s 0 after the job ended answers ended and never calls', async () => {
     const id = await watch({ session_ids: ['quick-job'], hold_s: 300 });
     await turn('quick-job', 'Done.', { completed: true });

@@ -222,19 +222,26 @@ export class CallDispatcher {
    * ended); a job still running keeps its watch, unheld, for its next turn end. Runs on a timer and
    * at every turn end, so a restart in the middle of a hold never loses the call.
    */
-  async sweep(): Promise<void> {
+  /**
+   * Calls the holds that ran out: every profile with calls state (the timer), or only `only` (a turn end
+   * of that profile, which must not lock every other profile's file on each turn).
+   */
+  async sweep(only?: ProfileScope): Promise<void> {
     try {
-      await this.sweepOnce();
+      await this.sweepOnce(only);
     } catch (error) {
       this.ports.log.warn('calls sweep failed', { error: error instanceof Error ? error.name : 'error' });
     }
   }
 
-  private async sweepOnce(): Promise<void> {
-    for (const profile of await this.profilesWithState()) {
+  private async sweepOnce(only?: ProfileScope): Promise<void> {
+    for (const profile of only ? [only] : await this.profilesWithState()) {
       const now = this.nowS();
       let calls: CallWatch[] = [];
       try {
+        // Read first: the lock is taken only when a hold has run out (most sweeps find none).
+        const seen = await this.stateOf(profile.home).read(now);
+        if (!seen.watches.some((watch) => watch.hold_until !== null && watch.hold_until <= now)) continue;
         calls = await this.stateOf(profile.home).update(now, (current) => {
           let file = current;
           const due: CallWatch[] = [];
@@ -347,6 +354,11 @@ export class CallDispatcher {
   /** Resolves when every call started so far has been delivered or fallen back. */
   async settled(): Promise<void> {
     while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+  }
+
+  /** A turn end's sweep of its own profile, in the background (settled() waits for it too). */
+  sweepAfterTurn(profile: ProfileScope): void {
+    this.track(this.sweep(profile));
   }
 
   private track(delivery: Promise<void>): void {
