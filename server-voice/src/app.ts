@@ -72,6 +72,8 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
     endpointSettings: config.audio.endpoint,
     trimLeadingSilence: config.audio.ttsTrimLeadingSilence,
     bargeIn: config.bargeIn,
+    streamCaptions: config.streamCaptions,
+    replyCompletionTimeoutMs: config.replyCompletionTimeoutMs,
     iceServers: config.iceServers,
     vadThreshold: config.audio.vadThreshold,
     clock,
@@ -107,6 +109,9 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
     media_sender: mediaSender ? 'process' : 'inline',
     ...(mediaSender?.started ? { media_sender_scheduling: mediaSender.started.policy } : {}),
     max_calls: config.maxCalls,
+    captions: config.streamCaptions ? 'streamed' : 'final_only',
+    reply_completion_timeout_s: config.replyCompletionTimeoutMs / 1000,
+    hermes_commands: config.agent.kind === 'hermes' ? (config.agent.commands ? 'dashboard' : 'refused') : 'refused',
   });
   return app;
 }

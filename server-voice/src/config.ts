@@ -2,13 +2,25 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isProfileName } from '@conduit/contracts/dashboard/profile';
 import { AudioSettingsError, audioSettingsFromEnv, parseAudioSettings, type AudioSettings } from './audio/settings.js';
+import { readProfileConfig, type ProfileConfig } from './profile-config.js';
 import { parseIceServers, type IceServer } from './signalling/ice-servers.js';
 
 /** Which agent answers turns. `echo` is the clearly labelled default when nothing is configured. */
 export type AgentConfig =
   | { kind: 'echo' }
-  | { kind: 'hermes'; baseUrl: string; apiKey: string }
+  | { kind: 'hermes'; baseUrl: string; apiKey: string; commands: HermesCommandsConfig | null }
   | { kind: 'openai'; baseUrl: string; apiKey: string; model: string };
+
+/**
+ * Where native Hermes slash commands run: the Hermes dashboard's WebSocket (`/api/ws`, JSON-RPC `slash.exec`,
+ * SURFACES.md §2), the surface that executes them in a session. Null: commands are refused with an error.
+ */
+export interface HermesCommandsConfig {
+  /** The dashboard's root, e.g. `http://127.0.0.1:9119` (loopback: its session token is accepted there). */
+  dashboardUrl: string;
+  /** The dashboard's session token (Hermes' `HERMES_DASHBOARD_SESSION_TOKEN`). Never logged. */
+  token: string;
+}
 
 /** The gateway's configuration, validated once at boot. */
 export interface VoiceConfig {
@@ -56,6 +68,18 @@ export interface VoiceConfig {
   senderRealtimePriority: number;
   /** HERMES_REALTIME_METRICS_TOKEN: a bearer that opens `GET /metrics` and nothing else (README, Metrics). */
   metricsToken?: string;
+  /**
+   * Captions stream as `response.output_audio_transcript.delta` while the reply is written (true), or arrive
+   * only as the final `.done` transcript (false). The profile's `display.platforms.realtime.streaming`, else
+   * its `streaming.enabled` (Hermes' gateway streaming policy, off unless set); true without a Hermes profile.
+   */
+  streamCaptions: boolean;
+  /**
+   * A reply that has not finished (agent done, speech synthesized) this many milliseconds after its turn
+   * started is stopped and ended with a `response_timeout` error: the profile's
+   * `tts.streaming.completion_timeout` (seconds, 1–600, default 120).
+   */
+  replyCompletionTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -78,7 +102,19 @@ export const CONFIG_DEFAULTS = {
   maxCalls: 8,
   maxCallSeconds: 7200,
   callSetupTimeoutMs: 30_000,
+  /**
+   * tts.streaming.completion_timeout (seconds), Hermes' own default: long enough for a long spoken answer to be
+   * written and synthesized, short enough that a stalled run ends in an error the caller hears about instead
+   * of silence.
+   */
+  replyCompletionTimeoutSeconds: 120,
 } as const;
+
+/**
+ * The range Hermes accepts for tts.streaming.completion_timeout (seed): under a second would end replies that
+ * are merely slow to start; over ten minutes is silence nobody waits through.
+ */
+export const REPLY_COMPLETION_TIMEOUT_RANGE_S = { min: 1, max: 600 } as const;
 
 /** A complete configuration from a few fields (tests, probes, benchmarks). */
 export function voiceConfig(overrides: Partial<VoiceConfig> & { apiKey: string }): VoiceConfig {
@@ -99,6 +135,8 @@ export function voiceConfig(overrides: Partial<VoiceConfig> & { apiKey: string }
     lowerHelperThreads: true,
     mediaSender: 'inline',
     senderRealtimePriority: 10,
+    streamCaptions: true,
+    replyCompletionTimeoutMs: CONFIG_DEFAULTS.replyCompletionTimeoutSeconds * 1000,
     ...overrides,
   };
 }
@@ -195,7 +233,7 @@ function loadAgent(env: NodeJS.ProcessEnv, file: Source): AgentConfig {
   const apiKey = s.string('HERMES_REALTIME_AGENT_KEY', 'api_key') ?? '';
   if (kind === 'hermes') {
     if (!baseUrl) throw new ConfigError('HERMES_REALTIME_AGENT_URL must name the Hermes API server for agent hermes.');
-    return { kind, baseUrl: httpUrl('HERMES_REALTIME_AGENT_URL', baseUrl), apiKey };
+    return { kind, baseUrl: httpUrl('HERMES_REALTIME_AGENT_URL', baseUrl), apiKey, commands: loadCommands(env, s) };
   }
   if (kind === 'openai') {
     if (!baseUrl) throw new ConfigError('HERMES_REALTIME_AGENT_URL must name the chat-completions base URL.');
@@ -204,6 +242,86 @@ function loadAgent(env: NodeJS.ProcessEnv, file: Source): AgentConfig {
     return { kind, baseUrl: httpUrl('HERMES_REALTIME_AGENT_URL', baseUrl), apiKey, model };
   }
   throw new ConfigError('HERMES_REALTIME_AGENT must be one of echo, hermes, openai.');
+}
+
+/** The Hermes dashboard that runs slash commands (HermesCommandsConfig); null when none is named. */
+function loadCommands(env: NodeJS.ProcessEnv, s: Settings): HermesCommandsConfig | null {
+  const url = s.string('HERMES_REALTIME_AGENT_DASHBOARD_URL', 'dashboard_url');
+  if (!url) return null;
+  // Hermes' own variable for a pinned dashboard token is taken when the gateway's is not set.
+  const token =
+    s.string('HERMES_REALTIME_AGENT_DASHBOARD_TOKEN', 'dashboard_token') ?? env.HERMES_DASHBOARD_SESSION_TOKEN?.trim();
+  if (!token)
+    throw new ConfigError(
+      'HERMES_REALTIME_AGENT_DASHBOARD_TOKEN (or HERMES_DASHBOARD_SESSION_TOKEN) must be set with HERMES_REALTIME_AGENT_DASHBOARD_URL.',
+    );
+  return { dashboardUrl: httpUrl('HERMES_REALTIME_AGENT_DASHBOARD_URL', url), token };
+}
+
+/**
+ * HERMES_REALTIME_ENABLED (or the profile's `platforms.realtime.enabled`, the seed's config.yaml form of it):
+ * the realtime platform of this profile is on. Unset counts as on (starting the gateway asks for it); false
+ * stops startup, so a profile that turned the platform off never has a listener.
+ */
+function checkEnabled(s: Settings, profile: ProfileConfig | null): void {
+  const found = s.raw('HERMES_REALTIME_ENABLED', 'enabled');
+  const enabled = found
+    ? s.boolean('HERMES_REALTIME_ENABLED', 'enabled')
+    : profileBoolean(profile, 'platforms.realtime.enabled');
+  if (enabled !== false) return;
+  const name = found?.name ?? `platforms.realtime.enabled (${profile?.file ?? 'config.yaml'})`;
+  throw new ConfigError(
+    `${name} is false: the realtime platform is disabled for this profile, so the voice gateway does not start.`,
+  );
+}
+
+/**
+ * HERMES_REALTIME_ALLOW_ALL_USERS. The seed's environment-only setup sets it true beside the API key: Hermes
+ * lets a platform's messages through only for its allowed users, and every caller of this gateway holding the
+ * key (or a signed proxy identity) is one. The gateway has no per-user list of its own, so a setting that
+ * asks for one (false, or HERMES_REALTIME_ALLOWED_USERS) stops startup instead of being silently ignored.
+ */
+function checkAllowAllUsers(s: Settings): void {
+  const allowAll = s.raw('HERMES_REALTIME_ALLOW_ALL_USERS', 'allow_all_users');
+  if (allowAll && s.boolean('HERMES_REALTIME_ALLOW_ALL_USERS', 'allow_all_users') === false)
+    throw new ConfigError(
+      `${allowAll.name} is false, but this gateway has no per-user allowlist: every caller presenting HERMES_REALTIME_API_KEY is a user. Set it to true or leave it unset.`,
+    );
+  const allowed = s.raw('HERMES_REALTIME_ALLOWED_USERS', 'allowed_users');
+  if (allowed)
+    throw new ConfigError(
+      `${allowed.name} is set, but this gateway cannot restrict calls by user: every caller presenting HERMES_REALTIME_API_KEY is a user. Remove it (or use a separate key per audience).`,
+    );
+}
+
+function profileBoolean(profile: ProfileConfig | null, key: string): boolean | undefined {
+  const value = profile?.get(key);
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'boolean') return value;
+  throw new ConfigError(`${key} (${profile?.file}) must be true or false.`);
+}
+
+/** VoiceConfig.streamCaptions: the profile's own policy for the realtime platform, as Hermes resolves it. */
+function loadStreamCaptions(profile: ProfileConfig | null): boolean {
+  if (!profile) return true;
+  return (
+    profileBoolean(profile, 'display.platforms.realtime.streaming') ??
+    profileBoolean(profile, 'streaming.enabled') ??
+    false
+  );
+}
+
+/** VoiceConfig.replyCompletionTimeoutMs from `tts.streaming.completion_timeout` (seconds). */
+function loadReplyCompletionTimeoutMs(profile: ProfileConfig | null): number {
+  const key = 'tts.streaming.completion_timeout';
+  const value = profile?.get(key);
+  if (value === undefined || value === null) return CONFIG_DEFAULTS.replyCompletionTimeoutSeconds * 1000;
+  // As for the environment's numbers: booleans and blank strings are refused, not coerced.
+  const seconds = typeof value === 'number' ? value : typeof value === 'string' && value.trim() ? Number(value) : NaN;
+  const { min, max } = REPLY_COMPLETION_TIMEOUT_RANGE_S;
+  if (!Number.isFinite(seconds) || seconds < min || seconds > max)
+    throw new ConfigError(`${key} (${profile?.file}) must be seconds from ${min} to ${max}.`);
+  return Math.round(seconds * 1000);
 }
 
 /** Speech-provider variables: the config file's `speech` object (same names), overridden by the environment. */
@@ -243,12 +361,16 @@ function loadAudio(env: NodeJS.ProcessEnv, file: Source): AudioSettings {
 }
 
 /**
- * Reads the environment (HERMES_REALTIME_*) over an optional JSON file (HERMES_REALTIME_CONFIG). Every
- * bad value fails startup with a message naming the setting; nothing is silently replaced by a default.
+ * Reads the environment (HERMES_REALTIME_*) over an optional JSON file (HERMES_REALTIME_CONFIG), and the
+ * Hermes profile's config.yaml for the keys a native Hermes platform honours (profile-config.ts). Every bad
+ * value fails startup with a message naming the setting; nothing is silently replaced by a default.
  */
 export function loadConfig(env: NodeJS.ProcessEnv): VoiceConfig {
   const file = readConfigFile(env.HERMES_REALTIME_CONFIG);
   const s = new Settings(env, file);
+  const profile = readProfileConfig(env);
+  checkEnabled(s, profile);
+  checkAllowAllUsers(s);
   const apiKey = s.string('HERMES_REALTIME_API_KEY', 'api_key') ?? '';
   if (!apiKey)
     throw new ConfigError('HERMES_REALTIME_API_KEY must be set: the gateway refuses to start without a client key.');
@@ -302,5 +424,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): VoiceConfig {
         'a whole number from 0 to 99',
       ) ?? 10,
     ...(metricsToken !== undefined ? { metricsToken } : {}),
+    streamCaptions: loadStreamCaptions(profile),
+    replyCompletionTimeoutMs: loadReplyCompletionTimeoutMs(profile),
   };
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,6 +6,14 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { parseIceServers } from '../src/signalling/ice-servers.js';
 
 const base = { HERMES_REALTIME_API_KEY: 'k' };
+
+/** A Hermes profile home whose config.yaml holds `yaml`. */
+function profileHome(yaml: string): string {
+  const home = path.join(mkdtempSync(path.join(os.tmpdir(), 'voice-profile-')), 'profiles', 'mira');
+  mkdirSync(home, { recursive: true });
+  writeFileSync(path.join(home, 'config.yaml'), yaml);
+  return home;
+}
 
 function configFile(content: unknown): string {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'voice-config-')), 'voice.json');
@@ -82,6 +90,103 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ...base, HERMES_REALTIME_CONFIG: configFile({ speech: { OTHER: 'x' } }) })).toThrow(
       /unknown key/,
     );
+  });
+});
+
+describe('the Hermes profile settings', () => {
+  const home = (yaml: string) => ({ ...base, HERMES_HOME: profileHome(yaml) });
+
+  it('streams captions and ends a reply after 120 s when there is no Hermes profile', () => {
+    const config = loadConfig(base);
+    expect(config.streamCaptions).toBe(true);
+    expect(config.replyCompletionTimeoutMs).toBe(120_000);
+  });
+
+  it("follows the profile's display.platforms.realtime.streaming, then streaming.enabled, else final-only", () => {
+    expect(loadConfig(home('model:\n  default: m\n')).streamCaptions).toBe(false);
+    expect(loadConfig(home('display:\n  platforms:\n    realtime:\n      streaming: true\n')).streamCaptions).toBe(
+      true,
+    );
+    // The per-platform key wins over the gateway-wide policy, either way.
+    expect(
+      loadConfig(home('streaming:\n  enabled: true\ndisplay:\n  platforms:\n    realtime:\n      streaming: false\n'))
+        .streamCaptions,
+    ).toBe(false);
+    expect(loadConfig(home('streaming:\n  enabled: true\n')).streamCaptions).toBe(true);
+    // display.streaming is the CLI's setting (seed), not the gateway's.
+    expect(loadConfig(home('display:\n  streaming: true\n')).streamCaptions).toBe(false);
+    expect(() => loadConfig(home('display:\n  platforms:\n    realtime:\n      streaming: sometimes\n'))).toThrow(
+      /display\.platforms\.realtime\.streaming \(.*config\.yaml\) must be true or false/,
+    );
+  });
+
+  it('takes tts.streaming.completion_timeout in seconds from 1 to 600', () => {
+    const timeout = (value: string) => home(`tts:\n  streaming:\n    completion_timeout: ${value}\n`);
+    expect(loadConfig(timeout('30')).replyCompletionTimeoutMs).toBe(30_000);
+    expect(loadConfig(timeout('1')).replyCompletionTimeoutMs).toBe(1_000);
+    expect(loadConfig(timeout('600')).replyCompletionTimeoutMs).toBe(600_000);
+    expect(loadConfig(timeout('2.5')).replyCompletionTimeoutMs).toBe(2_500);
+    for (const bad of ['0', '0.5', '601', '-5', 'soon', 'true', '"  "']) {
+      expect(() => loadConfig(timeout(bad)), bad).toThrow(ConfigError);
+      expect(() => loadConfig(timeout(bad)), bad).toThrow(
+        /tts\.streaming\.completion_timeout \(.*config\.yaml\) must be seconds from 1 to 600/,
+      );
+    }
+  });
+
+  it('refuses to start when the realtime platform is disabled, by the environment or the profile', () => {
+    for (const value of ['false', '0', 'no'])
+      expect(() => loadConfig({ ...base, HERMES_REALTIME_ENABLED: value })).toThrow(
+        /HERMES_REALTIME_ENABLED is false: the realtime platform is disabled for this profile/,
+      );
+    const disabled = home('platforms:\n  realtime:\n    enabled: false\n');
+    expect(() => loadConfig(disabled)).toThrow(/platforms\.realtime\.enabled \(.*config\.yaml\) is false/);
+    // The environment wins over the profile, as for every other setting.
+    expect(loadConfig({ ...disabled, HERMES_REALTIME_ENABLED: 'true' }).port).toBe(8091);
+    expect(loadConfig({ ...base, HERMES_REALTIME_ENABLED: '1' }).port).toBe(8091);
+    expect(() => loadConfig({ ...base, HERMES_REALTIME_ENABLED: 'perhaps' })).toThrow(/HERMES_REALTIME_ENABLED/);
+  });
+
+  it('takes HERMES_REALTIME_ALLOW_ALL_USERS true or unset, and refuses a per-user restriction it cannot enforce', () => {
+    expect(loadConfig({ ...base, HERMES_REALTIME_ALLOW_ALL_USERS: 'true' }).apiKey).toBe('k');
+    expect(() => loadConfig({ ...base, HERMES_REALTIME_ALLOW_ALL_USERS: 'false' })).toThrow(
+      /HERMES_REALTIME_ALLOW_ALL_USERS is false, but this gateway has no per-user allowlist/,
+    );
+    expect(() => loadConfig({ ...base, HERMES_REALTIME_ALLOW_ALL_USERS: 'everyone' })).toThrow(
+      /HERMES_REALTIME_ALLOW_ALL_USERS must be true or false/,
+    );
+    expect(() => loadConfig({ ...base, HERMES_REALTIME_ALLOWED_USERS: 'alice,bob' })).toThrow(
+      /HERMES_REALTIME_ALLOWED_USERS is set, but this gateway cannot restrict calls by user/,
+    );
+  });
+
+  it('names the Hermes dashboard that runs slash commands, with its token never in an error', () => {
+    const hermes = { ...base, HERMES_REALTIME_AGENT: 'hermes', HERMES_REALTIME_AGENT_URL: 'http://127.0.0.1:8642' };
+    expect(loadConfig(hermes).agent).toEqual({
+      kind: 'hermes',
+      baseUrl: 'http://127.0.0.1:8642',
+      apiKey: '',
+      commands: null,
+    });
+    const withDashboard = { ...hermes, HERMES_REALTIME_AGENT_DASHBOARD_URL: 'http://127.0.0.1:9119/' };
+    expect(loadConfig({ ...withDashboard, HERMES_DASHBOARD_SESSION_TOKEN: 'pinned-token' }).agent).toMatchObject({
+      commands: { dashboardUrl: 'http://127.0.0.1:9119', token: 'pinned-token' },
+    });
+    expect(
+      loadConfig({
+        ...withDashboard,
+        HERMES_DASHBOARD_SESSION_TOKEN: 'pinned-token',
+        HERMES_REALTIME_AGENT_DASHBOARD_TOKEN: 'own-token',
+      }).agent,
+    ).toMatchObject({ commands: { token: 'own-token' } });
+    expect(() => loadConfig(withDashboard)).toThrow(/HERMES_REALTIME_AGENT_DASHBOARD_TOKEN/);
+    expect(() =>
+      loadConfig({
+        ...hermes,
+        HERMES_REALTIME_AGENT_DASHBOARD_URL: 'ws://x',
+        HERMES_DASHBOARD_SESSION_TOKEN: 'secret-t',
+      }),
+    ).toThrow(/^(?!.*secret-t).*HERMES_REALTIME_AGENT_DASHBOARD_URL must be an http\(s\) URL/);
   });
 });
 

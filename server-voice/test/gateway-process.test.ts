@@ -196,4 +196,16 @@ describe('startup', () => {
     expect(badSilence.code).toBe(1);
     expect(badSilence.output).toContain('silence_duration');
   });
+
+  it('does not start when the realtime platform is disabled (HERMES_REALTIME_ENABLED=false)', async () => {
+    const disabled = await runGatewayExpectingFailure({
+      HERMES_REALTIME_API_KEY: 'k',
+      HERMES_REALTIME_ENABLED: 'false',
+    });
+    expect(disabled.code).toBe(1);
+    expect(disabled.output).toContain(
+      'HERMES_REALTIME_ENABLED is false: the realtime platform is disabled for this profile, so the voice gateway does not start.',
+    );
+    expect(disabled.output).not.toContain('"event":"listening"');
+  });
 });

@@ -1,4 +1,5 @@
 import type { SessionTool, ToolChoice } from '@conduit/contracts/voice/events';
+import type { SlashCommand } from './slash-command.js';
 
 /** One user turn handed to the agent. */
 export interface AgentTurn {
@@ -17,6 +18,14 @@ export interface AgentTurn {
   callTool: (name: string, args: string) => Promise<string>;
 }
 
+/** A native Hermes slash command to run in the call's conversation (slash-command.ts). */
+export interface CommandTurn {
+  sessionKey: string;
+  command: SlashCommand;
+  /** Aborted on cancel, barge-in, hang-up and the reply completion timeout. */
+  signal: AbortSignal;
+}
+
 /** Streamed reply text: `delta` appends; `snapshot` replaces the reply so far (text revised at a tool boundary). */
 export type AgentEvent = { type: 'delta'; text: string } | { type: 'snapshot'; text: string };
 
@@ -26,6 +35,12 @@ export interface AgentBackend {
   readonly label: string;
   /** Streams the reply; the generator's return value is the final text. Rejects with `AgentError` on failure. */
   respond(turn: AgentTurn): AsyncGenerator<AgentEvent, string, void>;
+  /**
+   * Runs a native Hermes slash command where Hermes executes commands, and resolves with Hermes' answer.
+   * Only Hermes has commands: a backend without this refuses them (an error event), never sends them as
+   * chat text. Rejects with `CommandError` when Hermes refused the command or could not run it.
+   */
+  runCommand?(turn: CommandTurn): Promise<string>;
   /** The call ended: forget its conversation. */
   endSession(sessionKey: string): void;
 }
@@ -35,6 +50,17 @@ export class AgentError extends Error {
   constructor(
     message: string,
     readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** A command that did not run; `message` says why and is safe to show the caller (no URL, no key). */
+export class CommandError extends Error {
+  override readonly name = 'CommandError';
+  constructor(
+    readonly code: 'command_unavailable' | 'command_failed',
+    message: string,
   ) {
     super(message);
   }

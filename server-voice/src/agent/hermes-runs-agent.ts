@@ -1,6 +1,7 @@
 import { hermesApiClient, type HermesApi } from '@conduit/contracts/hermes/api-client';
-import type { AgentBackend, AgentEvent, AgentTurn } from './agent-backend.js';
-import { AgentError } from './agent-backend.js';
+import type { AgentBackend, AgentEvent, AgentTurn, CommandTurn } from './agent-backend.js';
+import { AgentError, CommandError } from './agent-backend.js';
+import { HermesDashboardCommands, type HermesDashboardCommandsOptions } from './hermes-dashboard-commands.js';
 
 /**
  * The Hermes API server (SURFACES.md §1), through the suite's one client of it
@@ -12,12 +13,23 @@ import { AgentError } from './agent-backend.js';
  * The stream is read as the SSE standard says: an event counts once the blank line after it has
  * arrived, so a stream cut in the middle of its `run.completed` fails the turn ("ended before the run
  * completed") rather than speaking a reply that may be cut short.
+ *
+ * Native slash commands (`/reasoning low`) run through the Hermes dashboard (hermes-dashboard-commands.ts),
+ * where Hermes executes them, never as the input of a run. Without a dashboard configured they are refused.
  */
 export class HermesRunsAgent implements AgentBackend {
   readonly label = 'hermes';
   private readonly api: HermesApi;
+  private readonly commands: HermesDashboardCommands | null;
 
-  constructor(options: { baseUrl: string; apiKey: string; fetch?: typeof fetch }) {
+  constructor(options: {
+    baseUrl: string;
+    apiKey: string;
+    fetch?: typeof fetch;
+    /** The dashboard that runs slash commands; absent = commands are refused. */
+    commands?: HermesDashboardCommandsOptions | null;
+  }) {
+    this.commands = options.commands ? new HermesDashboardCommands(options.commands) : null;
     this.api = hermesApiClient({
       url: options.baseUrl,
       // An empty key sends no Authorization header.
@@ -87,5 +99,18 @@ export class HermesRunsAgent implements AgentBackend {
     }
   }
 
-  endSession(): void {}
+  runCommand(turn: CommandTurn): Promise<string> {
+    if (!this.commands)
+      return Promise.reject(
+        new CommandError(
+          'command_unavailable',
+          `/${turn.command.name} is a Hermes command, and Hermes runs commands through its dashboard, which this gateway has not been given (HERMES_REALTIME_AGENT_DASHBOARD_URL). It was not sent.`,
+        ),
+      );
+    return this.commands.run(turn.sessionKey, turn.command, turn.signal);
+  }
+
+  endSession(sessionKey: string): void {
+    this.commands?.endSession(sessionKey);
+  }
 }

@@ -1,6 +1,7 @@
 import type { ServerEvent, SessionTool, ToolChoice } from '@conduit/contracts/voice/events';
 import type { RTCDataChannel } from 'werift';
 import type { AgentBackend } from '../agent/agent-backend.js';
+import { spokenCommand, typedCommand, type SlashCommand } from '../agent/slash-command.js';
 import { EarlyTranscription } from '../audio/prefetch.js';
 import type { EndpointEvent, EndpointSettings, VoiceDetectorFactory } from '../audio/types.js';
 import { SAMPLE_RATE_HZ } from '../audio/types.js';
@@ -25,6 +26,10 @@ export interface CallServices {
   endpointSettings: EndpointSettings;
   trimLeadingSilence: boolean;
   bargeIn: boolean;
+  /** Captions as deltas while the reply is written, or final-only (VoiceConfig.streamCaptions). */
+  streamCaptions: boolean;
+  /** VoiceConfig.replyCompletionTimeoutMs: a reply not finished by then ends with an error event. */
+  replyCompletionTimeoutMs: number;
   iceServers: IceServer[];
   /** Silero's speech probability threshold (reported in the session's turn detection). */
   vadThreshold: number;
@@ -95,7 +100,10 @@ export class RealtimeCall {
       callbacks: {
         onTextInput: (text, _identity, responseId) => {
           this.lastEndpointAtMs = null;
-          this.startTurn(responseId, text);
+          // Typed text starting with `/name` is a Hermes command, not words for the agent.
+          const command = typedCommand(text);
+          if (command) this.startCommandTurn(responseId, command, 'typed');
+          else this.startTurn(responseId, text);
         },
         onResponseRequested: (_identity, responseId) =>
           this.startTurn(responseId, 'Follow the session instructions and respond now.'),
@@ -146,6 +154,8 @@ export class RealtimeCall {
       output: this.output,
       sessionKey: id,
       trimLeadingSilence: services.trimLeadingSilence,
+      streamCaptions: services.streamCaptions,
+      replyCompletionTimeoutMs: services.replyCompletionTimeoutMs,
       onSpeaking: (speaking) => this.input.setPaused(speaking && !services.bargeIn),
       delay: services.delay,
       log: (event, fields) => logger.info(event, { call_id: id, ...fields }),
@@ -341,7 +351,11 @@ export class RealtimeCall {
         this.runner.cancel();
         this.protocol.cancelResponse(active);
       }
-      this.startTurn(this.protocol.openResponse(this.identity), transcript);
+      const responseId = this.protocol.openResponse(this.identity);
+      // "Slash reasoning low" said as a command (slash-command.ts) is one; anything else is words.
+      const command = spokenCommand(transcript);
+      if (command) this.startCommandTurn(responseId, command, 'spoken');
+      else this.startTurn(responseId, transcript);
     });
   }
 
@@ -371,6 +385,15 @@ export class RealtimeCall {
     for (const stage of TURN_STAGES) this.stages.delete(stage);
     this.services.logger.debugText('turn_text', { call_id: this.id, response_id: responseId, text });
     this.runner.start(responseId, text);
+  }
+
+  private startCommandTurn(responseId: string, command: SlashCommand, source: 'typed' | 'spoken'): void {
+    this.awaitingFirstFrame = responseId;
+    for (const stage of TURN_STAGES) this.stages.delete(stage);
+    // The command's name only: its arguments are the caller's words (debug logging shows them with the rest).
+    this.services.logger.info('command', { call_id: this.id, response_id: responseId, command: command.name, source });
+    this.services.logger.debugText('command_text', { call_id: this.id, response_id: responseId, text: command.text });
+    this.runner.startCommand(responseId, command);
   }
 
   /** True once `close()` ran (the call may still be releasing). */

@@ -23,7 +23,7 @@ export function agentFromConfig(agent: AgentConfig): AgentBackend {
     case 'echo':
       return new EchoAgent();
     case 'hermes':
-      return new HermesRunsAgent({ baseUrl: agent.baseUrl, apiKey: agent.apiKey });
+      return new HermesRunsAgent({ baseUrl: agent.baseUrl, apiKey: agent.apiKey, commands: agent.commands });
     case 'openai':
       return new OpenAiChatAgent({ baseUrl: agent.baseUrl, apiKey: agent.apiKey, model: agent.model });
   }

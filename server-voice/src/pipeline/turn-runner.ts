@@ -1,7 +1,8 @@
 import type { SessionTool, ToolChoice } from '@conduit/contracts/voice/events';
-import type { AgentBackend } from '../agent/agent-backend.js';
+import { CommandError, type AgentBackend, type AgentEvent } from '../agent/agent-backend.js';
+import type { SlashCommand } from '../agent/slash-command.js';
 import type { OutboundAudio } from '../media/paced-output.js';
-import type { RealtimeProtocol } from '../protocol/realtime-protocol.js';
+import { realTimer, type RealtimeProtocol, type SetTimer } from '../protocol/realtime-protocol.js';
 import type { TextToSpeech } from '../providers/types.js';
 import { ReplySpeaker } from './reply-speaker.js';
 import { ClauseSplitter, prepareSpeechText } from './speech-text.js';
@@ -27,14 +28,36 @@ export interface TurnRunnerOptions {
    * as a turn's reply reaches each stage (the first time per response).
    */
   mark?: (stage: TurnStage) => void;
+  /**
+   * Captions as deltas while the reply is written (default), or only the final `.done` transcript
+   * (VoiceConfig.streamCaptions, the profile's `display.platforms.realtime.streaming`).
+   */
+  streamCaptions?: boolean;
+  /**
+   * A response not finished (agent done and its speech synthesized) this long after it started is stopped and
+   * ends with a `response_timeout` error (VoiceConfig.replyCompletionTimeoutMs; default 120 s).
+   */
+  replyCompletionTimeoutMs?: number;
+  /** Timers (injected so tests fire the completion timeout by hand). */
+  setTimer?: SetTimer;
 }
+
+/** The reply completion timeout when none is given: Hermes' `tts.streaming.completion_timeout` default. */
+const DEFAULT_REPLY_COMPLETION_TIMEOUT_MS = 120_000;
+
+/** What a turn answers: the user's words, or a native Hermes command. */
+type TurnInput = { text: string } | { command: SlashCommand };
 
 export type TurnStage = 'agent_first_text' | 'first_clause' | 'tts_first_chunk' | 'first_frame_queued';
 
 interface ActiveTurn {
   controller: AbortController;
   speaker: ReplySpeaker;
+  /** The current response's completion timeout (armCompletionTimeout). */
+  deadline: { cancel: () => void };
 }
+
+const NO_DEADLINE = { cancel: () => undefined };
 
 /** The client tools a turn may use under the session's `tool_choice`. */
 export function toolsForChoice(tools: readonly SessionTool[], choice: ToolChoice): SessionTool[] {
@@ -60,11 +83,35 @@ export class TurnRunner {
 
   /** Starts a turn for an already opened response. Never throws; failures become `response.done` failed. */
   start(responseId: string, text: string): void {
+    this.begin(responseId, { text });
+  }
+
+  /**
+   * Starts a turn that runs a native Hermes command; Hermes' answer is the reply, captioned and spoken like any
+   * other. An agent that has no commands (not Hermes) refuses it with a `command_unavailable` error: the
+   * command is never sent as chat text.
+   */
+  startCommand(responseId: string, command: SlashCommand): void {
+    const { agent, protocol, log } = this.options;
+    if (!agent.runCommand) {
+      this.cancel();
+      log('command_refused', { responseId, command: command.name, agent: agent.label });
+      protocol.failResponseWithError(
+        responseId,
+        'command_unavailable',
+        `/${command.name} is a Hermes command, and this gateway's agent (${agent.label}) is not Hermes, so it was not sent.`,
+      );
+      return;
+    }
+    this.begin(responseId, { command });
+  }
+
+  private begin(responseId: string, input: TurnInput): void {
     this.cancel();
     const controller = new AbortController();
-    const turn: ActiveTurn = { controller, speaker: this.newSpeaker(responseId) };
+    const turn: ActiveTurn = { controller, speaker: this.newSpeaker(responseId), deadline: NO_DEADLINE };
     this.active = turn;
-    void this.run(turn, responseId, text).finally(() => {
+    void this.run(turn, responseId, input).finally(() => {
       if (this.active === turn) this.active = null;
     });
   }
@@ -74,6 +121,7 @@ export class TurnRunner {
     const turn = this.active;
     if (!turn) return;
     this.active = null;
+    turn.deadline.cancel();
     turn.controller.abort();
     turn.speaker.abort();
     this.options.output.clear();
@@ -94,10 +142,41 @@ export class TurnRunner {
     });
   }
 
-  private async run(turn: ActiveTurn, firstResponseId: string, text: string): Promise<void> {
+  /** Hermes' answer to a command, as a reply stream of one piece. */
+  private async *commandReply(command: SlashCommand, signal: AbortSignal): AsyncGenerator<AgentEvent, string, void> {
+    const { agent } = this.options;
+    const answer = (await agent.runCommand?.({ sessionKey: this.options.sessionKey, command, signal })) ?? '';
+    if (answer) yield { type: 'delta', text: answer };
+    return answer;
+  }
+
+  /**
+   * Arms the reply completion timeout for `responseId`: when it fires with the turn still running, the turn
+   * stops (agent, speech, queued audio) and the response ends with a `response_timeout` error, so a stalled
+   * run never leaves the caller in silence.
+   */
+  private armCompletionTimeout(turn: ActiveTurn, responseId: string): void {
+    const ms = this.options.replyCompletionTimeoutMs ?? DEFAULT_REPLY_COMPLETION_TIMEOUT_MS;
+    const setTimer = this.options.setTimer ?? realTimer;
+    turn.deadline.cancel();
+    turn.deadline = setTimer(() => {
+      if (this.active !== turn || turn.controller.signal.aborted) return;
+      this.options.log('reply_timeout', { responseId, timeout_ms: ms });
+      this.cancel();
+      this.options.protocol.failResponseWithError(
+        responseId,
+        'response_timeout',
+        `The reply did not finish within ${Math.round(ms / 100) / 10} s (tts.streaming.completion_timeout), so it was stopped.`,
+      );
+    }, ms);
+  }
+
+  private async run(turn: ActiveTurn, firstResponseId: string, input: TurnInput): Promise<void> {
     const { protocol, agent, log } = this.options;
+    const streamCaptions = this.options.streamCaptions ?? true;
     const signal = turn.controller.signal;
     let responseId = firstResponseId;
+    this.armCompletionTimeout(turn, responseId);
     /** Everything the agent wrote this turn; the current response shows what came after the last tool call. */
     let agentText = '';
     let boundary = 0;
@@ -126,9 +205,14 @@ export class TurnRunner {
       // The spoken part before the call finishes first; the call then completes this response.
       for (const clause of splitter.flush()) speak(clause);
       await this.settleSpeech(turn, responseId);
+      // Final-only captions: what was said before the call is that message's final text.
+      if (!streamCaptions && caption) protocol.caption(responseId, caption);
+      // The wait for the client has its own bound (the tool timeout); the resumed response gets a full one.
+      turn.deadline.cancel();
       const result = await protocol.requestClientTool(responseId, name, args);
       if (signal.aborted) throw new Error('cancelled');
       responseId = result.responseId;
+      this.armCompletionTimeout(turn, responseId);
       boundary = agentText.length;
       caption = '';
       spokenSource = '';
@@ -136,15 +220,18 @@ export class TurnRunner {
       return result.output;
     };
     try {
-      const reply = agent.respond({
-        sessionKey: this.options.sessionKey,
-        text,
-        instructions: protocol.currentInstructions,
-        tools: toolsForChoice(protocol.sessionTools, protocol.currentToolChoice),
-        toolChoice: protocol.currentToolChoice,
-        signal,
-        callTool,
-      });
+      const reply =
+        'command' in input
+          ? this.commandReply(input.command, signal)
+          : agent.respond({
+              sessionKey: this.options.sessionKey,
+              text: input.text,
+              instructions: protocol.currentInstructions,
+              tools: toolsForChoice(protocol.sessionTools, protocol.currentToolChoice),
+              toolChoice: protocol.currentToolChoice,
+              signal,
+              callTool,
+            });
       let finalText: string;
       for (;;) {
         const step = await reply.next();
@@ -169,7 +256,7 @@ export class TurnRunner {
             spokenSource = caption;
           }
         }
-        protocol.caption(responseId, caption);
+        if (streamCaptions) protocol.caption(responseId, caption);
       }
       if (finalText.startsWith(spokenSource)) say(finalText.slice(spokenSource.length));
       for (const clause of splitter.flush()) speak(clause);
@@ -190,14 +277,19 @@ export class TurnRunner {
         return;
       }
       if (outcome.status === 'failed_after_audio') log('tts_failed_after_audio', { responseId });
+      turn.deadline.cancel();
       protocol.completeResponse(responseId, finalText);
       await this.finishPlayout(turn, responseId);
     } catch (error) {
       if (signal.aborted) return;
       log('turn_failed', { responseId, error: error instanceof Error ? error.name : 'unknown' });
       turn.speaker.abort();
-      protocol.failResponse(responseId);
+      // A command Hermes did not run says why; other failures end the response as the contract has it.
+      if (error instanceof CommandError) protocol.failResponseWithError(responseId, error.code, error.message);
+      else protocol.failResponse(responseId);
       await this.finishPlayout(turn, responseId);
+    } finally {
+      turn.deadline.cancel();
     }
   }
 

@@ -22,6 +22,13 @@ import { parseSessionUpdate } from './session-update.js';
 /** Where an event goes: one identity, or everyone on the transport (`null`). */
 export type Recipient = string | null;
 export type Publish = (event: ServerEvent, recipient: Recipient) => void;
+/** Runs `fn` once after `ms` unless cancelled (injected, so tests fire timers by hand instead of waiting). */
+export type SetTimer = (fn: () => void, ms: number) => { cancel: () => void };
+
+export const realTimer: SetTimer = (fn, ms) => {
+  const handle = setTimeout(fn, ms);
+  return { cancel: () => clearTimeout(handle) };
+};
 
 /** What the transport and the turn pipeline do when clients ask for something. All optional: a missing one answers an error. */
 export interface ProtocolCallbacks {
@@ -64,7 +71,7 @@ export interface ProtocolOptions {
   turnDetection?: SessionTurnDetection;
   /** How long a client function call may wait for its output (30 s). */
   toolTimeoutMs?: number;
-  setTimer?: (fn: () => void, ms: number) => { cancel: () => void };
+  setTimer?: SetTimer;
 }
 
 /** The result a turn gets back from a client function call. */
@@ -824,6 +831,24 @@ export class RealtimeProtocol {
     if (this.current(responseId)) this.finishResponse(responseId, 'failed');
   }
 
+  /**
+   * The turn ended for a reason the caller should read (a command that was refused or failed, a reply that
+   * did not finish in time): the `error`, targeted to the client whose response it is, then `response.done`
+   * failed with what was captioned so far. Its speech was stopped with it: audio still playing is reported
+   * cleared.
+   */
+  failResponseWithError(responseId: string, code: string, message: string): void {
+    const response = this.current(responseId);
+    if (!response) return;
+    const audible = response.audioPlaying;
+    this.error(response.identity, code, message);
+    this.finishResponse(responseId, 'failed');
+    if (audible) {
+      if (this.playing === responseId) this.playing = null;
+      this.publish({ type: 'output_audio_buffer.cleared', response_id: responseId }, null);
+    }
+  }
+
   /** The gateway cancelled the turn itself (barge-in, superseding turn, hang-up). */
   cancelResponse(responseId: string): void {
     if (this.current(responseId)) this.finishResponse(responseId, 'cancelled');
@@ -897,12 +922,7 @@ export class RealtimeProtocol {
       null,
     );
     return new Promise<ToolCallResult>((resolve, reject) => {
-      const setTimer =
-        this.options.setTimer ??
-        ((fn: () => void, ms: number) => {
-          const handle = setTimeout(fn, ms);
-          return { cancel: () => clearTimeout(handle) };
-        });
+      const setTimer = this.options.setTimer ?? realTimer;
       const timer = setTimer(() => {
         if (this.pendingTool?.callId !== callId) return;
         this.pendingTool = null;

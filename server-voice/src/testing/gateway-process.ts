@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, startServerProcess } from '@conduit/contracts/testing';
@@ -6,6 +7,12 @@ import { freePort, startServerProcess } from '@conduit/contracts/testing';
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const REPO_ROOT = path.resolve(PACKAGE_ROOT, '..');
 const SOURCE_CONDITION = '--conditions=development';
+/**
+ * The gateway reads the Hermes profile's config.yaml (`~/.hermes` without HERMES_HOME): a test or benchmark
+ * gateway gets a profile home with none, so a developer's own Hermes settings never change what it measures.
+ * A caller that wants a profile passes its own HERMES_HOME.
+ */
+const NO_PROFILE_HOME = path.join(os.tmpdir(), 'conduit-voice-no-profile');
 
 export interface GatewayProcess {
   url: string;
@@ -35,7 +42,13 @@ export async function startGatewayProcess(
     command: command[0] as string,
     args: command.slice(1),
     cwd: PACKAGE_ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HERMES_REALTIME_PORT: String(port), ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      HERMES_HOME: NO_PROFILE_HOME,
+      HERMES_REALTIME_PORT: String(port),
+      ...env,
+    },
     port,
     // Discovery answers 401 without the key once the gateway listens.
     ready: async (url) => (await fetch(`${url}/v1/realtime/discovery`)).status === 401,
@@ -61,7 +74,13 @@ export function runGatewayExpectingFailure(
       [SOURCE_CONDITION, path.join(PACKAGE_ROOT, 'src/main.ts')],
       {
         cwd: PACKAGE_ROOT,
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HERMES_REALTIME_PORT: '0', ...env },
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: process.env.HOME ?? '/tmp',
+          HERMES_HOME: NO_PROFILE_HOME,
+          HERMES_REALTIME_PORT: '0',
+          ...env,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );

@@ -1,14 +1,19 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AgentEvent, AgentTurn } from '../../src/agent/agent-backend.js';
 import { ECHO_PREFIX, EchoAgent } from '../../src/agent/echo-agent.js';
 import { HermesRunsAgent } from '../../src/agent/hermes-runs-agent.js';
 import { OpenAiChatAgent } from '../../src/agent/openai-chat-agent.js';
+import { typedCommand } from '../../src/agent/slash-command.js';
+import { startFakeHermesDashboard, type FakeHermesDashboard } from '../../src/testing/fake-hermes-dashboard.js';
 import { startFakeUpstreams, type FakeUpstreams } from '../../src/testing/fake-upstreams.js';
 
 let upstream: FakeUpstreams | null = null;
+let dashboard: FakeHermesDashboard | null = null;
 afterEach(async () => {
   await upstream?.close();
+  await dashboard?.close();
   upstream = null;
+  dashboard = null;
 });
 
 function turn(text: string, extra: Partial<AgentTurn> = {}): AgentTurn {
@@ -218,3 +223,79 @@ function stubHermes(events: string) {
   };
   return { fetch, requests };
 }
+
+describe('HermesRunsAgent slash commands', () => {
+  const command = (text: string, sessionKey = 'call_a', signal = new AbortController().signal) => ({
+    sessionKey,
+    command: typedCommand(text)!,
+    signal,
+  });
+
+  it("run through the dashboard's slash.exec in the call's Hermes session, never as a run's input", async () => {
+    upstream = await startFakeUpstreams();
+    dashboard = await startFakeHermesDashboard({
+      token: 'dash-token',
+      knownSessions: ['call_a'],
+      answer: (text) => ({ output: `${text}: reasoning effort set to low (this session).` }),
+    });
+    const agent = new HermesRunsAgent({
+      baseUrl: upstream.hermesBaseUrl,
+      apiKey: 'k',
+      commands: { dashboardUrl: dashboard.url, token: 'dash-token' },
+    });
+    // The terminal's colour codes are not part of the answer.
+    await expect(agent.runCommand(command('/reasoning low'))).resolves.toBe(
+      '/reasoning low: reasoning effort set to low (this session).',
+    );
+    await expect(agent.runCommand(command('/help'))).resolves.toBe(
+      '/help: reasoning effort set to low (this session).',
+    );
+    expect(dashboard.requests).toEqual([
+      { method: 'session.resume', params: { session_id: 'call_a' } },
+      { method: 'slash.exec', params: { session_id: 'tui1', command: '/reasoning low' } },
+      // The call's session is bound once.
+      { method: 'slash.exec', params: { session_id: 'tui1', command: '/help' } },
+    ]);
+    expect(upstream.requests).toEqual([]);
+    agent.endSession('call_a');
+    await vi.waitFor(() =>
+      expect(dashboard?.requests.at(-1)).toEqual({ method: 'session.close', params: { session_id: 'tui1' } }),
+    );
+  });
+
+  it("a call with no turn yet gets a fresh dashboard session; a refusal carries Hermes' reason", async () => {
+    dashboard = await startFakeHermesDashboard({
+      token: 't',
+      answer: (text) => (text.startsWith('/model') ? { error: 'unknown model: nope' } : { output: 'ok' }),
+    });
+    const agent = new HermesRunsAgent({
+      baseUrl: 'http://127.0.0.1:9',
+      apiKey: '',
+      commands: { dashboardUrl: dashboard.url, token: 't' },
+    });
+    await expect(agent.runCommand(command('/model nope', 'call_new'))).rejects.toMatchObject({
+      name: 'CommandError',
+      code: 'command_failed',
+      message: 'Hermes did not run /model: unknown model: nope',
+    });
+    expect(dashboard.requests.map((r) => r.method)).toEqual(['session.resume', 'session.create', 'slash.exec']);
+  });
+
+  it('are refused without a dashboard, and an unreachable or refusing dashboard never shows its token', async () => {
+    const none = new HermesRunsAgent({ baseUrl: 'http://127.0.0.1:9', apiKey: '' });
+    await expect(none.runCommand(command('/reasoning low'))).rejects.toMatchObject({
+      code: 'command_unavailable',
+      message: expect.stringContaining('HERMES_REALTIME_AGENT_DASHBOARD_URL'),
+    });
+    dashboard = await startFakeHermesDashboard({ token: 'right-token' });
+    const wrong = new HermesRunsAgent({
+      baseUrl: 'http://127.0.0.1:9',
+      apiKey: '',
+      commands: { dashboardUrl: dashboard.url, token: 'wrong-secret-token' },
+    });
+    const refused = wrong.runCommand(command('/help'));
+    await expect(refused).rejects.toMatchObject({ code: 'command_failed' });
+    await expect(refused).rejects.not.toThrow(/wrong-secret-token|127\.0\.0\.1/);
+    expect(dashboard.refused).toBe(1);
+  });
+});

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerEvent } from '@conduit/contracts/voice/events';
-import type { AgentBackend, AgentEvent, AgentTurn } from '../../src/agent/agent-backend.js';
+import type { AgentBackend, AgentEvent, AgentTurn, CommandTurn } from '../../src/agent/agent-backend.js';
+import { CommandError } from '../../src/agent/agent-backend.js';
 import { ScriptedAgent } from '../../src/agent/scripted-agent.js';
+import { typedCommand } from '../../src/agent/slash-command.js';
 import { ManualFrameClock } from '../../src/media/frame-clock.js';
 import { PacedOutput } from '../../src/media/paced-output.js';
 import { TurnRunner } from '../../src/pipeline/turn-runner.js';
@@ -38,8 +40,52 @@ class GatedAgent implements AgentBackend {
   endSession(): void {}
 }
 
-function setup(agent: AgentBackend, tts: TextToSpeech = new ScriptedTextToSpeech(), tools = false) {
+/** An agent that starts its reply and then never finishes it (a stalled Hermes run). */
+class StalledAgent implements AgentBackend {
+  readonly label = 'stalled';
+  signal: AbortSignal | null = null;
+
+  async *respond(turn: AgentTurn): AsyncGenerator<AgentEvent, string, void> {
+    this.signal = turn.signal;
+    yield { type: 'delta', text: 'Let me think about that. ' };
+    await new Promise<never>(() => undefined);
+    return '';
+  }
+
+  endSession(): void {}
+}
+
+/** A Hermes-like agent whose commands answer from a table (or fail as Hermes refusing them). */
+class CommandAgent extends ScriptedAgent {
+  readonly commands: CommandTurn[] = [];
+
+  constructor(private readonly answers: Record<string, string | CommandError>) {
+    super(() => [{ delta: 'chat reply' }]);
+  }
+
+  runCommand(turn: CommandTurn): Promise<string> {
+    this.commands.push(turn);
+    const answer = this.answers[turn.command.text];
+    if (answer instanceof CommandError) return Promise.reject(answer);
+    return Promise.resolve(answer ?? 'Done.');
+  }
+}
+
+interface ManualTimer {
+  fn: () => void;
+  ms: number;
+  cancelled: boolean;
+}
+
+function setup(
+  agent: AgentBackend,
+  tts: TextToSpeech = new ScriptedTextToSpeech(),
+  tools = false,
+  options: { streamCaptions?: boolean; replyCompletionTimeoutMs?: number } = {},
+) {
   const events: ServerEvent[] = [];
+  /** The turn runner's timers: a test fires the completion timeout by hand instead of waiting for it. */
+  const timers: ManualTimer[] = [];
   const clock = new ManualFrameClock();
   const sent: boolean[] = [];
   const output = new PacedOutput(clock, (_frame, info) => sent.push(info.silent));
@@ -69,6 +115,12 @@ function setup(agent: AgentBackend, tts: TextToSpeech = new ScriptedTextToSpeech
     onSpeaking: (value) => speaking.push(value),
     delay: () => Promise.resolve(),
     log: () => undefined,
+    ...options,
+    setTimer: (fn, ms) => {
+      const timer: ManualTimer = { fn, ms, cancelled: false };
+      timers.push(timer);
+      return { cancel: () => (timer.cancelled = true) };
+    },
   });
   const types = () => events.map((event) => event.type);
   /** Advances the pacing clock until `done()` or 30 simulated seconds. */
@@ -89,7 +141,7 @@ function setup(agent: AgentBackend, tts: TextToSpeech = new ScriptedTextToSpeech
     );
     protocol.handleClientMessage('{"type":"response.create"}', 'c');
   };
-  return { protocol, runner, output, events, types, pump, say, sent, speaking };
+  return { protocol, runner: runner as TurnRunner, output, events, types, pump, say, sent, speaking, timers };
 }
 
 describe('TurnRunner', () => {
@@ -204,5 +256,133 @@ describe('TurnRunner', () => {
       response: { id: 'resp_call_t_2', status: 'completed', output: [{ content: [{ transcript: 'It is noon.' }] }] },
     });
     expect(agent.toolOutputs).toEqual(['noon']);
+  });
+  it('a reply that never finishes ends with a response_timeout error after the completion timeout', async () => {
+    const agent = new StalledAgent();
+    const t = setup(agent, new ScriptedTextToSpeech(), false, { replyCompletionTimeoutMs: 45_000 });
+    t.say('think hard');
+    await t.pump(() => t.types().includes('output_audio_buffer.started'));
+    expect(t.timers.map((timer) => [timer.ms, timer.cancelled])).toEqual([[45_000, false]]);
+    expect(t.types()).not.toContain('response.done');
+    t.timers[0]?.fn();
+    const error = t.events.find((e) => e.type === 'error');
+    expect(error).toMatchObject({
+      type: 'error',
+      error: {
+        type: 'invalid_request_error',
+        code: 'response_timeout',
+        message: 'The reply did not finish within 45 s (tts.streaming.completion_timeout), so it was stopped.',
+        param: null,
+        event_id: null,
+      },
+    });
+    expect(t.types().slice(t.types().indexOf('error'))).toEqual([
+      'error',
+      'response.output_audio.done',
+      'response.output_audio_transcript.done',
+      'response.content_part.done',
+      'conversation.item.done',
+      'response.output_item.done',
+      'response.done',
+      'output_audio_buffer.cleared',
+    ]);
+    expect(t.events.find((e) => e.type === 'response.done')).toMatchObject({
+      response: {
+        status: 'failed',
+        output: [{ status: 'incomplete', content: [{ transcript: 'Let me think about that. ' }] }],
+      },
+    });
+    // The run is stopped (Hermes gets /stop through the signal) and its speech is gone.
+    expect(agent.signal?.aborted).toBe(true);
+    expect(t.output.queuedFrames).toBe(0);
+    expect(t.speaking.at(-1)).toBe(false);
+    expect(t.runner.busy).toBe(false);
+    const count = t.events.length;
+    await t.pump(() => t.sent.length > 50);
+    expect(t.events.length).toBe(count);
+  });
+
+  it('a reply that finishes in time disarms its completion timeout (default 120 s)', async () => {
+    const t = setup(new ScriptedAgent(() => [{ delta: 'Quick answer.' }]));
+    t.say('quick');
+    await t.pump(() => t.types().includes('output_audio_buffer.stopped'));
+    expect(t.timers.map((timer) => [timer.ms, timer.cancelled])).toEqual([[120_000, true]]);
+    expect(t.types()).not.toContain('error');
+  });
+
+  it('final-only captions: no delta while the reply is written, the final transcript when it is done', async () => {
+    for (const streamCaptions of [false, true]) {
+      const agent = new GatedAgent(2);
+      const t = setup(agent, new ScriptedTextToSpeech(), false, { streamCaptions });
+      t.say('hello');
+      agent.release(0, 'First part. ');
+      await t.pump(() => t.types().includes('output_audio_buffer.started'));
+      const deltasWhileWriting = t.events.filter((e) => e.type === 'response.output_audio_transcript.delta');
+      agent.release(1, 'Second part.');
+      await t.pump(() => t.types().includes('response.done'));
+      const done = t.events.find((e) => e.type === 'response.output_audio_transcript.done');
+      expect(done).toMatchObject({ transcript: 'First part. Second part.' });
+      if (streamCaptions) {
+        expect(deltasWhileWriting).toMatchObject([{ delta: 'First part. ' }]);
+      } else {
+        expect(deltasWhileWriting).toEqual([]);
+        expect(t.types()).not.toContain('response.output_audio_transcript.delta');
+      }
+      // Speech is clause by clause either way.
+      expect(t.sent.some((silent) => !silent)).toBe(true);
+    }
+  });
+
+  it("runs a slash command where Hermes runs commands and speaks Hermes' answer as the reply", async () => {
+    const agent = new CommandAgent({ '/reasoning low': 'Reasoning effort set to low for this session.' });
+    const t = setup(agent);
+    const responseId = t.protocol.openResponse('c');
+    t.runner.startCommand(responseId, typedCommand('/reasoning low')!);
+    await t.pump(() => t.types().includes('output_audio_buffer.stopped'));
+    expect(agent.commands.map((turn) => [turn.sessionKey, turn.command.text])).toEqual([['call_t', '/reasoning low']]);
+    // Never a chat turn.
+    expect(agent.turns).toEqual([]);
+    expect(t.events.find((e) => e.type === 'response.output_audio_transcript.delta')).toMatchObject({
+      delta: 'Reasoning effort set to low for this session.',
+    });
+    expect(t.events.find((e) => e.type === 'response.done')).toMatchObject({
+      response: {
+        status: 'completed',
+        output: [{ content: [{ transcript: 'Reasoning effort set to low for this session.' }] }],
+      },
+    });
+  });
+
+  it('a command Hermes refuses ends in an error event carrying its reason', async () => {
+    const agent = new CommandAgent({
+      '/model nope': new CommandError('command_failed', 'Hermes did not run /model: unknown model nope'),
+    });
+    const t = setup(agent);
+    t.runner.startCommand(t.protocol.openResponse('c'), typedCommand('/model nope')!);
+    await t.pump(() => t.types().includes('response.done'));
+    expect(t.events.find((e) => e.type === 'error')).toMatchObject({
+      error: { code: 'command_failed', message: 'Hermes did not run /model: unknown model nope' },
+    });
+    expect(t.events.find((e) => e.type === 'response.done')).toMatchObject({ response: { status: 'failed' } });
+  });
+
+  it('an agent that is not Hermes refuses a command with an error and never sends it as chat', async () => {
+    const agent = new ScriptedAgent(() => [{ delta: 'I would have answered.' }]);
+    const t = setup(agent);
+    t.runner.startCommand(t.protocol.openResponse('c'), typedCommand('/model gpt-5.6')!);
+    expect(t.types()).toEqual(['response.created', 'error', 'response.done']);
+    expect(t.events[1]).toMatchObject({
+      type: 'error',
+      error: {
+        type: 'invalid_request_error',
+        code: 'command_unavailable',
+        message: "/model is a Hermes command, and this gateway's agent (scripted) is not Hermes, so it was not sent.",
+        param: null,
+      },
+    });
+    expect(t.events[2]).toMatchObject({ response: { status: 'failed', output: [] } });
+    await t.pump(() => t.sent.length > 20);
+    expect(agent.turns).toEqual([]);
+    expect(t.sent.every((silent) => silent)).toBe(true);
   });
 });
