@@ -18,6 +18,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the profile's chats produced: files, pages and links, newest first
+         * @description Reads the profile's state.db read only. Within a page one path or URL is listed once, at its newest mention (a later page can list it again at an older one). A profile with no state.db (no chat yet) has an empty history.
+         */
+        get: operations["getArtifacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/plugins/conduit_push/calls": {
         parameters: {
             query?: never;
@@ -443,6 +463,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/room-files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file for a group chat room's members
+         * @description Stored in `<hermes home>/conduit/room-files/<id>/<name>` (a new folder per upload, 0700; the file 0600, written to a temporary file and renamed). Uploads are deleted 30 days later, or sooner, oldest first, once they pass 2 GB together (checked hourly).
+         */
+        post: operations["postRoomFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/room-images": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every room picture's revision (no picture bytes) */
+        get: operations["getRoomImages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/room-images/{room_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A room's picture */
+        get: operations["getRoomImage"];
+        /**
+         * Set a room's picture
+         * @description At most 500 rooms keep a picture; setting one more drops the picture set longest ago.
+         */
+        put: operations["putRoomImage"];
+        post?: never;
+        /** Clear a room's picture */
+        delete: operations["deleteRoomImage"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/plugins/conduit_push/self/restart": {
         parameters: {
             query?: never;
@@ -454,6 +533,40 @@ export interface paths {
         put?: never;
         /** Restart the host service in place */
         post: operations["postSelfRestart"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/sessions/desktop-views": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The chats Hermes Desktop or the web dashboard has had open on this host */
+        get: operations["getDesktopViews"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/sessions/takeover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Drop another Hermes app's claim on a chat so Conduit can send to it */
+        post: operations["postSessionTakeover"];
         delete?: never;
         options?: never;
         head?: never;
@@ -742,6 +855,148 @@ export interface operations {
                         detail?: string;
                         /** @enum {string} */
                         error: "profile_unavailable" | "state_file_corrupt" | "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getArtifacts: {
+        parameters: {
+            query?: {
+                /** @description The previous page's next_before: only older messages. */
+                before?: string;
+                /** @description `images`, `pages`, `files` or `links`. */
+                kind?: string;
+                /** @description Items per page, 1 to 200 (default 50). */
+                limit?: string;
+                profile?: string;
+                /** @description Words (all of them, any case) in the name, chat title, path or URL; at most 200 characters. */
+                q?: string;
+                /** @description One chat: repeat it for each id the chat is known by (at most 8); the sessions it continues from or spawned (parent_session_id chains) are read too. */
+                session_id?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of items and where the next one starts. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: ({
+                            exists: boolean;
+                            /** @enum {string} */
+                            kind: "image" | "video" | "audio" | "page" | "document" | "file" | "link";
+                            message_id: number;
+                            name: string;
+                            path: string;
+                            session_id: string;
+                            session_title: string | null;
+                            size: number | null;
+                            /** @enum {string} */
+                            source: "delivered" | "preview" | "written" | "attached" | "link";
+                            timestamp: number | null;
+                        } | {
+                            host: string;
+                            /** @enum {string} */
+                            kind: "image" | "video" | "audio" | "page" | "document" | "file" | "link";
+                            message_id: number;
+                            name: string;
+                            session_id: string;
+                            session_title: string | null;
+                            /** @enum {string} */
+                            source: "delivered" | "preview" | "written" | "attached" | "link";
+                            timestamp: number | null;
+                            url: string;
+                        })[];
+                        next_before: number | null;
+                        /** @constant */
+                        ok: true;
+                    };
+                };
+            };
+            /** @description A query value is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description More than 120 artifact requests a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or its state.db is busy or can't be read. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+            /** @description Reading the page took more than 10 seconds. */
+            504: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
                     };
                 };
             };
@@ -3800,6 +4055,576 @@ export interface operations {
             };
         };
     };
+    postRoomFile: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data_base64: string;
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Stored: its path and the `@file:` reference. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        path: string;
+                        ref_text: string;
+                    };
+                };
+            };
+            /** @description The body is not JSON, the name is not a plain file name (`../`, absolute, NUL, encoded separators), the data is not base64, or the room-files folder leads outside the Hermes home (a symlink); nothing is written. */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description The body is too large, or the file is over 50 MB. */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The name says an image type (JPEG, PNG, GIF, WebP, HEIC) its bytes are not; or the body is sent as text or a form (`unsupported_media_type`, with `error` too). */
+            415: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description More than 30 uploads a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+            /** @description The upload would leave under 1 GB free on this host. */
+            507: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getRoomImages: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revisions. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        revisions: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+            /** @description The room id is not one (empty, a path, NUL or control characters, encoded separators), or the room-images folder leads outside the Hermes home (a symlink); nothing is written. */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description More than 600 room picture reads, or 60 changes, a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getRoomImage: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path: {
+                room_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The picture and its revision. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data_base64: string;
+                        /** @enum {string} */
+                        mime: "image/jpeg" | "image/png";
+                        /** @constant */
+                        ok: true;
+                        rev: string;
+                    };
+                };
+            };
+            /** @description The room id is not one (empty, a path, NUL or control characters, encoded separators), or the room-images folder leads outside the Hermes home (a symlink); nothing is written. */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description The room has no picture (`This room has no picture`). */
+            404: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description More than 600 room picture reads, or 60 changes, a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    putRoomImage: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path: {
+                room_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data_base64: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Stored; its revision. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        mime: "image/jpeg" | "image/png";
+                        /** @constant */
+                        ok: true;
+                        rev: string;
+                    };
+                };
+            };
+            /** @description The body is not JSON, data_base64 is missing or not base64, the room id is not one, or the room-images folder leads outside the Hermes home; nothing is written. */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description The body is too large, or the picture is over 512 KB. */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The picture is not a JPEG or PNG (told by its bytes), or the body is sent as text or a form. */
+            415: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description More than 600 room picture reads, or 60 changes, a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    deleteRoomImage: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path: {
+                room_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whether a picture was removed. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        removed: boolean;
+                    };
+                };
+            };
+            /** @description The room id is not one (empty, a path, NUL or control characters, encoded separators), or the room-images folder leads outside the Hermes home (a symlink); nothing is written. */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description More than 600 room picture reads, or 60 changes, a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
     postSelfRestart: {
         parameters: {
             query?: never;
@@ -3877,6 +4702,251 @@ export interface operations {
                     } | {
                         /** @enum {string} */
                         error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getDesktopViews: {
+        parameters: {
+            query?: {
+                profile?: string;
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The chats seen, and whether they are being observed now. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        observing: boolean;
+                        /** @constant */
+                        ok: true;
+                        reason: ("waiting" | "gateway-not-in-process" | "gateway-unsupported") | null;
+                        views: {
+                            [key: string]: {
+                                /** @enum {string} */
+                                client: "desktop" | "browser";
+                                /** @constant */
+                                open?: true;
+                                opened_at: number;
+                                seen_through: number;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description More than 60 Desktop view reads a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postSessionTakeover: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    session_ids: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description What the chat was: taken over, free, busy or held by this host. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        /** @enum {string} */
+                        status: "free" | "taken_over" | "busy" | "same_host";
+                        surface?: string;
+                    };
+                };
+            };
+            /** @description The body is not JSON (`Request body is not JSON`), or a field is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 60 takeover requests a minute on this host. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description `This Hermes version can't hand a chat over`: no ownership registry or turn markers in the form this host reads, or no way to take Hermes' registry lock here. */
+            501: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or `Hermes can't read who owns this chat right now` (ownership is never guessed; nothing was written). Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+            /** @description `Chat takeover timed out` after 20 seconds; nothing is written after that, short of a write already under way. */
+            504: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
                     };
                 };
             };

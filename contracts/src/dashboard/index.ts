@@ -25,6 +25,9 @@ import {
   postLocalLiveChatCompletions,
   postLocalLiveResponses,
 } from './local-live.js';
+import { postSessionTakeover, getDesktopViews } from './sessions.js';
+import { getArtifacts } from './artifacts.js';
+import { postRoomFile, getRoomImages, getRoomImage, putRoomImage, deleteRoomImage } from './rooms.js';
 import {
   postVoiceSession,
   getVoiceChatCalls,
@@ -54,6 +57,8 @@ export { getGptLiveStatus, postGptLiveSession };
 export { getGrokLiveStatus, grokLiveSocket, localLiveSocket };
 export { getLocalLiveStatus, rotateLocalLiveKey, postLocalLiveChatCompletions, postLocalLiveResponses };
 export { postVoiceSession, getVoiceChatCalls, getVoiceTags, postVoiceTag, getVoiceSummary, postVoiceSummary };
+export { postSessionTakeover, getDesktopViews };
+export { getArtifacts, postRoomFile, getRoomImages, getRoomImage, putRoomImage, deleteRoomImage };
 export { getCalls, putCalls, postCallWatch, putCallWatch, deleteCallWatch, putCallPresence, postCallOutcome };
 
 /** The host service's plugin routes, served where the Conduit app expects the Hermes dashboard. */
@@ -96,6 +101,8 @@ export const dashboardSurface = {
     postVoiceTag,
     getVoiceSummary,
     postVoiceSummary,
+    postSessionTakeover,
+    getDesktopViews,
     getCalls,
     putCalls,
     postCallWatch,
@@ -103,5 +110,11 @@ export const dashboardSurface = {
     deleteCallWatch,
     putCallPresence,
     postCallOutcome,
+    postRoomFile,
+    getRoomImages,
+    getRoomImage,
+    putRoomImage,
+    deleteRoomImage,
+    getArtifacts,
   },
 } satisfies Surface;

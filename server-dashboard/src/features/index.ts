@@ -1,10 +1,13 @@
 import type { HostFeature } from '../kernel/feature.js';
+import { artifactsFeature } from './artifacts/index.js';
 import { callsFeature } from './calls/index.js';
 import { geminiLiveFeature } from './gemini-live/index.js';
 import { gptLiveFeature } from './gpt-live/index.js';
 import { grokLiveFeature } from './grok-live/index.js';
 import { memoryFeature } from './memory/index.js';
 import { personalityFeature } from './personality/index.js';
+import { roomFilesFeature, roomImagesFeature } from './rooms/index.js';
+import { desktopViewsFeature, sessionTakeoverFeature } from './sessions/index.js';
 import { speechServerFeature } from './speech-server/index.js';
 import { voiceSessionsFeature } from './voice-sessions/index.js';
 import { webSearchFeature } from './web-search/index.js';
@@ -22,5 +25,10 @@ export const HOST_FEATURES: readonly HostFeature[] = [
   grokLiveFeature,
   speechServerFeature,
   voiceSessionsFeature,
+  sessionTakeoverFeature,
+  desktopViewsFeature,
   callsFeature,
+  roomFilesFeature,
+  roomImagesFeature,
+  artifactsFeature,
 ];
