@@ -8,14 +8,14 @@ import { basename, dirname, join } from 'node:path';
  * atomic), is flushed, and is renamed over the target. The file is 0600 from its first byte, because
  * it holds a credential, and the parent is created 0700.
  */
-export async function writeFileAtomic(path: string, contents: string, mode = 0o600): Promise<void> {
+export async function writeFileAtomic(path: string, contents: string | Uint8Array, mode = 0o600): Promise<void> {
   const directory = dirname(path);
   await mkdir(directory, { recursive: true, mode: 0o700 });
   const temp = join(directory, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   try {
     const handle = await open(temp, 'wx', mode);
     try {
-      await handle.writeFile(contents, 'utf8');
+      await (typeof contents === 'string' ? handle.writeFile(contents, 'utf8') : handle.writeFile(contents));
       await handle.sync();
     } finally {
       await handle.close();

@@ -1,30 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { chmod, open, rename, unlink } from 'node:fs/promises';
-import path from 'node:path';
+import { open } from 'node:fs/promises';
+import { writeFileAtomic } from '../../credentials/atomic-write.js';
 
 /**
- * Bytes written so a reader sees the whole file or none of it: a private temporary file (0600 from its
- * first byte) in the same folder, flushed, then renamed over the name. Rename replaces a symlink
- * planted at the name rather than writing through it. (credentials/atomic-write.ts does the same for
- * text; this one takes bytes.)
+ * Bytes written so a reader sees the whole file or none of it (credentials/atomic-write.ts: a private
+ * temporary file, 0600 from its first byte, flushed, then renamed over the name). Rename replaces a
+ * symlink planted at the name rather than writing through it.
  */
 export async function writePrivateFile(file: string, bytes: Uint8Array): Promise<void> {
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
-  try {
-    const handle = await open(temp, 'wx', 0o600);
-    try {
-      await handle.writeFile(bytes);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await chmod(temp, 0o600);
-    await rename(temp, file);
-  } catch (error) {
-    await unlink(temp).catch(() => undefined);
-    throw error;
-  }
+  await writeFileAtomic(file, bytes);
 }
 
 /**
