@@ -21,32 +21,75 @@ export function systemFlockAvailable(): Promise<boolean> {
   return available;
 }
 
+/** A flock(2) held by a `flock` child until `release()`. */
+export interface FlockHold {
+  release(): Promise<void>;
+}
+
+/** A byte the holder echoes back once it holds the lock (`cat` starts only then). */
+const LOCKED_PROBE = 'L\n';
+
+/**
+ * Takes an exclusive flock(2) on `lockPath` through a util-linux `flock -x` child: `cat` starts only once
+ * the lock is held and echoes a probe back; closing its stdin (or this process dying, which closes the
+ * pipe too) releases it. Resolves null when the lock was not taken: `waitSeconds` ran out, `signal`
+ * aborted the wait (the child is killed at once), or the lock file could not be opened. An abort after
+ * the lock is held does not release it; the holder decides.
+ */
+export async function holdSystemFlock(
+  lockPath: string,
+  options: { waitSeconds?: number; signal?: AbortSignal } = {},
+): Promise<FlockHold | null> {
+  const { signal } = options;
+  if (signal?.aborted) return null;
+  const wait = options.waitSeconds === undefined ? [] : ['-w', Math.max(0.001, options.waitSeconds).toFixed(3)];
+  const holder = spawn('flock', ['-x', ...wait, lockPath, 'cat'], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const exited = new Promise<void>((resolve) => {
+    holder.once('close', () => resolve());
+    // A child that never started emits no close.
+    holder.once('error', () => resolve());
+  });
+  const locked = await new Promise<boolean>((resolve) => {
+    let seen = '';
+    const onAbort = (): void => {
+      holder.kill('SIGKILL');
+      resolve(false);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    holder.stdout.on('data', (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (seen.includes(LOCKED_PROBE)) {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(true);
+      }
+    });
+    holder.once('error', () => resolve(false));
+    holder.once('exit', () => resolve(false));
+    holder.stdin.on('error', () => undefined);
+    holder.stdin.write(LOCKED_PROBE);
+  });
+  if (!locked) {
+    holder.stdin.destroy();
+    await exited;
+    return null;
+  }
+  return {
+    async release() {
+      holder.stdin.end();
+      await exited;
+    },
+  };
+}
+
 export async function withSystemFlock<T>(lockPath: string, critical: () => Promise<T>, timeoutMs: number): Promise<T> {
   if (!(await systemFlockAvailable())) return critical();
   // Create it ourselves so it is 0600 rather than whatever flock(1) and the umask would make.
   await (await open(lockPath, 'a', 0o600)).close();
-  const seconds = Math.max(0.001, timeoutMs / 1000).toFixed(3);
-  const holder = spawn('flock', ['-x', '-w', seconds, lockPath, '-c', 'echo locked; exec cat >/dev/null'], {
-    stdio: ['pipe', 'pipe', 'ignore'],
-  });
-  const exited = new Promise<number | null>((resolve) => holder.once('exit', (code) => resolve(code)));
-  const locked = await new Promise<boolean>((resolve) => {
-    let seen = '';
-    holder.stdout.on('data', (chunk: Buffer) => {
-      seen += chunk.toString();
-      if (seen.includes('locked')) resolve(true);
-    });
-    holder.once('exit', () => resolve(false));
-    holder.once('error', () => resolve(false));
-  });
-  if (!locked) {
-    holder.stdin.destroy();
-    throw new LockTimeoutError(lockPath);
-  }
+  const hold = await holdSystemFlock(lockPath, { waitSeconds: timeoutMs / 1000 });
+  if (!hold) throw new LockTimeoutError(lockPath);
   try {
     return await critical();
   } finally {
-    holder.stdin.end();
-    await exited;
+    await hold.release();
   }
 }
