@@ -436,6 +436,24 @@ export interface operations {
                         profile: string;
                         /** @constant */
                         realtime_path: "/v1/realtime/calls";
+                        speech: {
+                            stt: {
+                                model?: string;
+                                note?: string;
+                                provider: string;
+                                /** @enum {string} */
+                                source: "gateway" | "hermes" | "fallback" | "override";
+                                voice?: string;
+                            };
+                            tts: {
+                                model?: string;
+                                note?: string;
+                                provider: string;
+                                /** @enum {string} */
+                                source: "gateway" | "hermes" | "fallback" | "override";
+                                voice?: string;
+                            };
+                        };
                         /** @constant */
                         version: 1;
                     };

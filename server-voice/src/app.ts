@@ -10,7 +10,7 @@ import { MediaSender } from './media/media-sender.js';
 import { SharedFrameClock, type FrameClock } from './media/frame-clock.js';
 import { warmUpWebrtc } from './media/warm-up.js';
 import { VoiceMetrics } from './metrics.js';
-import { providersFromConfig, warmUpConfiguredTurnPath } from './pipeline/providers-from-config.js';
+import { providersFromConfig, speechInUse, warmUpConfiguredTurnPath } from './pipeline/providers-from-config.js';
 import type { SpeechToText, TextToSpeech } from './providers/types.js';
 import { callRoutes } from './routes/calls.js';
 import { corsOnEveryAnswer } from './routes/cors.js';
@@ -86,7 +86,8 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
   corsOnEveryAnswer(app);
   metrics.observeRequests(app);
   metrics.routes(app, config);
-  discoveryRoutes(app, config);
+  const speech = speechInUse(config, overrides);
+  discoveryRoutes(app, config, speech);
   await callRoutes(app, { config, registry, services, nowMs: overrides.nowMs ?? (() => Date.now()) });
   demoRoutes(app);
   app.addHook('onClose', async () => {
@@ -105,6 +106,8 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
     agent: providers.agent.label,
     stt: providers.stt.label,
     tts: providers.tts.label,
+    // Which source each runs from and, for a fallback, why (a Hermes provider that cannot run here says so).
+    speech,
     vad: providers.detectorFactory.backend,
     media_sender: mediaSender ? 'process' : 'inline',
     ...(mediaSender?.started ? { media_sender_scheduling: mediaSender.started.policy } : {}),

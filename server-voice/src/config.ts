@@ -3,6 +3,8 @@ import path from 'node:path';
 import { isProfileName } from '@conduit/contracts/dashboard/profile';
 import { AudioSettingsError, audioSettingsFromEnv, parseAudioSettings, type AudioSettings } from './audio/settings.js';
 import { readProfileConfig, type ProfileConfig } from './profile-config.js';
+import { profileVariables } from './profile-dotenv.js';
+import { resolveSpeech, type SpeechSelection } from './providers/hermes-speech.js';
 import { parseIceServers, type IceServer } from './signalling/ice-servers.js';
 
 /** Which agent answers turns. `echo` is the clearly labelled default when nothing is configured. */
@@ -49,6 +51,11 @@ export interface VoiceConfig {
    * config file's `speech` object; the provider module reads and validates them.
    */
   speechEnv: Record<string, string>;
+  /**
+   * Where each speech capability's settings came from (the gateway's own, the Hermes profile's `stt`/`tts`,
+   * or the fallback) and why: discovery and the start-up log report it. Holds no key or URL.
+   */
+  speech: SpeechSelection;
   /** Logs transcripts and texts when true; never audio or credentials. */
   debug: boolean;
   /**
@@ -116,6 +123,8 @@ export const CONFIG_DEFAULTS = {
  */
 export const REPLY_COMPLETION_TIMEOUT_RANGE_S = { min: 1, max: 600 } as const;
 
+const NO_HERMES_PROFILE = { config: null, variable: () => undefined };
+
 /** A complete configuration from a few fields (tests, probes, benchmarks). */
 export function voiceConfig(overrides: Partial<VoiceConfig> & { apiKey: string }): VoiceConfig {
   return {
@@ -131,6 +140,7 @@ export function voiceConfig(overrides: Partial<VoiceConfig> & { apiKey: string }
     bargeIn: false,
     agent: { kind: 'echo' },
     speechEnv: {},
+    speech: resolveSpeech(overrides.speechEnv ?? {}, NO_HERMES_PROFILE).selection,
     debug: false,
     lowerHelperThreads: true,
     mediaSender: 'inline',
@@ -374,6 +384,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): VoiceConfig {
   const apiKey = s.string('HERMES_REALTIME_API_KEY', 'api_key') ?? '';
   if (!apiKey)
     throw new ConfigError('HERMES_REALTIME_API_KEY must be set: the gateway refuses to start without a client key.');
+  // The gateway's own speech settings win over the profile's Hermes stt/tts configuration (hermes-speech.ts).
+  const speech = resolveSpeech(loadSpeechEnv(env, file), { config: profile, variable: profileVariables(env) });
   const integer = (min: number, max: number) => (n: number) => Number.isInteger(n) && n >= min && n <= max;
   const metricsToken = s.string('HERMES_REALTIME_METRICS_TOKEN', 'metrics_token');
   if (metricsToken !== undefined && metricsToken.length < 16)
@@ -412,7 +424,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): VoiceConfig {
     audio: loadAudio(env, file),
     bargeIn: s.boolean('HERMES_REALTIME_BARGE_IN', 'barge_in') ?? false,
     agent: loadAgent(env, file),
-    speechEnv: loadSpeechEnv(env, file),
+    speechEnv: speech.speechEnv,
+    speech: speech.selection,
     debug: s.boolean('HERMES_REALTIME_DEBUG', 'debug') ?? false,
     lowerHelperThreads: s.boolean('HERMES_REALTIME_LOWER_HELPER_THREADS', 'lower_helper_threads') ?? true,
     mediaSender: loadMediaSender(s),

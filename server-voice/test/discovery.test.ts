@@ -19,7 +19,10 @@ describe('GET /v1/realtime/discovery', () => {
     const { data, response } = await voice.GET('/v1/realtime/discovery');
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('no-store');
-    expect(data).toEqual({ version: 1, profile: 'kitchen', realtime_path: '/v1/realtime/calls' });
+    expect(data).toMatchObject({ version: 1, profile: 'kitchen', realtime_path: '/v1/realtime/calls' });
+    // Which speech providers answer and from where (test/providers/hermes-speech.test.ts covers the sources).
+    expect(data).toHaveProperty('speech.stt', expect.objectContaining({ source: 'fallback', provider: 'stand-in' }));
+    expect(data).toHaveProperty('speech.tts', expect.objectContaining({ source: 'fallback', provider: 'espeak' }));
   });
 
   it('answers 401 unauthorized without the token or with a wrong one', async () => {

@@ -8,6 +8,7 @@ import type { VoiceDetectorFactory } from '../audio/types.js';
 import { ConfigError, type AgentConfig, type VoiceConfig } from '../config.js';
 import { warmUpTurnPath, type WarmedPart } from '../media/warm-up.js';
 import { speechProvidersFromEnv } from '../providers/config.js';
+import type { SpeechSelection } from '../providers/hermes-speech.js';
 import { SpeechProviderError, type SpeechToText, type TextToSpeech } from '../providers/types.js';
 import { UnconfiguredSpeechToText } from './unconfigured-stt.js';
 
@@ -64,6 +65,14 @@ export async function providersFromConfig(
     stt: overrides.stt ?? speech?.stt ?? new UnconfiguredSpeechToText(),
     tts: overrides.tts ?? (speech as { tts: TextToSpeech }).tts,
     detectorFactory,
+  };
+}
+
+/** The speech choice discovery and the start-up log report: the configuration's, or a provider passed in. */
+export function speechInUse(config: VoiceConfig, overrides: Partial<GatewayProviders>): SpeechSelection {
+  return {
+    stt: overrides.stt ? { source: 'override', provider: overrides.stt.label } : config.speech.stt,
+    tts: overrides.tts ? { source: 'override', provider: overrides.tts.label } : config.speech.tts,
   };
 }
 
