@@ -2,6 +2,7 @@
 /**
  * `npm run messenger -- <command> [--profile NAME]`
  *   start    run the connector (WebSocket + inbox + Hermes turns) until SIGTERM/SIGINT
+ *   staging  `start`, but only against Relay's staging origin with a separate RELAY_STATE_DIR
  *   status   configuration and inbox state (the Agent Token is never printed)
  *   backlog  the events still waiting for a successful turn
  */
@@ -13,6 +14,7 @@ import { MessengerFatalError } from './errors.js';
 import { Inbox } from './inbox.js';
 import { serveMessengerMetrics } from './metrics.js';
 import { isSecondaryProfile, loadProfileSettings, profileHome } from './profile-settings.js';
+import { stagingRefusal } from './staging.js';
 import { RelayStateBindingError, tokenFingerprint } from './state-binding.js';
 
 function argValue(args: string[], name: string): string | null {
@@ -121,8 +123,8 @@ function backlog(config: MessengerConfig): number {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (command !== 'start' && command !== 'status' && command !== 'backlog') {
-    console.error('usage: messenger start|status|backlog [--profile NAME]');
+  if (command !== 'start' && command !== 'staging' && command !== 'status' && command !== 'backlog') {
+    console.error('usage: messenger start|staging|status|backlog [--profile NAME]');
     return 64;
   }
   let config: MessengerConfig;
@@ -134,6 +136,14 @@ async function main(argv: string[]): Promise<number> {
       return 78;
     }
     throw err;
+  }
+  if (command === 'staging') {
+    const refusal = stagingRefusal(config);
+    if (refusal !== null) {
+      console.error(`messenger: ${refusal}`);
+      return 78;
+    }
+    return start(config);
   }
   if (command === 'start') return start(config);
   try {

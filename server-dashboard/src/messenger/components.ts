@@ -387,13 +387,20 @@ export function liftComponents(answer: string): LiftedComponents {
       }
     }
   } else {
-    const m = BUTTONS_BLOCK.exec(text);
-    if (m !== null) {
+    const buttons = allMatches(BUTTONS_BLOCK, text);
+    const m = buttons[0];
+    // Relay carries one buttons part per Message; lifting the first and leaving the second in the
+    // words would show half of what Hermes offered, so both stay.
+    if (buttons.length > 1) result.refusals.push('send one buttons block per answer');
+    else if (m !== undefined) {
       const v = validateButtons(m[2] ?? '');
       if ('error' in v) result.refusals.push(v.error);
       else {
         const rest = cut(text, m.index + (m[1] ?? '').length, m[0].length - (m[1] ?? '').length);
         if (rest.trim() === '') result.refusals.push('buttons need a text part beside them that asks the question');
+        // A lone URL becomes its own link Message, so the buttons would go out with no question.
+        else if (/^https?:\/\/\S+$/.test(rest.trim()))
+          result.refusals.push('buttons cannot be sent beside only a link');
         else {
           result.buttons = v.part;
           text = rest;

@@ -42,6 +42,8 @@ export interface MessengerConfig {
   replyToMode: ReplyToMode;
   groupChatPolicy: GroupChatPolicy;
   homeChat: string | null;
+  /** The Hermes profile home (`$HERMES_HOME`), whose `cron/` the connector delivers from. */
+  hermesHome: string;
   homeChatName: string | null;
   hermes: { baseUrl: string; apiKey: string | null; profile: string | null };
   /** CONDUIT_MESSENGER_METRICS_PORT/_TOKEN: the loopback `/metrics` listener of the inbox (metrics.ts); unset: none. */
@@ -143,6 +145,7 @@ export function readMessengerConfig(
     replyToMode: replyToMode as ReplyToMode,
     groupChatPolicy,
     homeChat: homeChat ?? null,
+    hermesHome: profileHome,
     homeChatName: env['RELAY_HOME_CHAT_NAME'] ?? null,
     hermes: {
       baseUrl: hermesBase.replace(/\/+$/, ''),

@@ -7,9 +7,11 @@ import type { AgentBackend } from './agent-backend.js';
 import { ChatIndex } from './chat-index.js';
 import { jsonLogger, systemClock, type Clock, type Logger, type Random } from './clock.js';
 import type { MessengerConfig } from './config.js';
+import { CronDelivery } from './cron-delivery.js';
 import { MessengerFatalError } from './errors.js';
 import { runFullSync } from './full-sync.js';
 import { Inbox } from './inbox.js';
+import { checkHermesVersion } from './hermes-version.js';
 import { InboxProcessor } from './processor.js';
 import { RelayApi } from './relay-api.js';
 import { READY_TIMEOUT_MS, RelaySocket } from './relay-socket.js';
@@ -31,6 +33,9 @@ export class MessengerConnector {
   readonly inbox: Inbox;
   readonly processor: InboxProcessor;
   readonly socket: RelaySocket;
+  readonly cron: CronDelivery;
+  /** Settles once the supported-version check has logged its verdict (it never fails the start). */
+  readonly versionChecked: Promise<unknown>;
   readonly index = new ChatIndex();
   /** Settles when the connector stops: resolves on stop(), rejects with MessengerFatalError. */
   readonly done: Promise<void>;
@@ -82,6 +87,17 @@ export class MessengerConnector {
             : err,
         ),
     });
+    // Cron outputs go out over REST and need no WebSocket session, so delivery starts at once.
+    this.cron = new CronDelivery({
+      hermesHome: config.hermesHome,
+      homeChat: config.homeChat,
+      inbox: this.inbox,
+      api,
+      clock,
+      log,
+    });
+    this.cron.start();
+    this.versionChecked = checkHermesVersion({ baseUrl: config.hermes.baseUrl, log });
     let processorStarted = false;
     const startProcessor = () => {
       if (processorStarted || this.stopped) return;
@@ -121,6 +137,7 @@ export class MessengerConnector {
     this.done = Promise.race([socketRun, failed]).finally(async () => {
       readyTimer.cancel();
       this.socket.stop();
+      await this.cron.stop();
       await this.processor.stop();
       this.inbox.close();
     });

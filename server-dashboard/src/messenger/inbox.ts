@@ -123,6 +123,13 @@ CREATE TABLE IF NOT EXISTS full_sync_state (
   committed_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS chat_sessions (chat_id TEXT PRIMARY KEY, generation INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS cron_deliveries (
+  output_key TEXT PRIMARY KEY,
+  chat_id TEXT,
+  outcome TEXT NOT NULL,
+  settled_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cron_watch (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), since_ms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS relay_state_account (
   singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
   binding_schema TEXT NOT NULL,
@@ -442,6 +449,27 @@ export class Inbox {
       'INSERT INTO chat_sessions (chat_id, generation) VALUES (?, ?) ON CONFLICT(chat_id) DO UPDATE SET generation = excluded.generation',
     ).run(chatId, next);
     return next;
+  }
+
+  /** Whether a cron output (`<job id>/<file>`) was already delivered or settled without a send. */
+  cronOutputSettled(outputKey: string): boolean {
+    return this.sql('SELECT 1 FROM cron_deliveries WHERE output_key = ?').get(outputKey) !== undefined;
+  }
+
+  /** Records a cron output as done (`sent`, `silent`, `refused`, `predates`, `no_home_chat`): never sent again. */
+  settleCronOutput(outputKey: string, chatId: string | null, outcome: string): void {
+    this.sql(
+      'INSERT INTO cron_deliveries (output_key, chat_id, outcome, settled_at) VALUES (?, ?, ?, ?) ON CONFLICT(output_key) DO NOTHING',
+    ).run(outputKey, chatId, outcome, this.stamp());
+  }
+
+  /**
+   * When this inbox first watched cron outputs (epoch ms). Outputs older than that are history, not
+   * news: the first start must not flood the home chat with every report the profile ever wrote.
+   */
+  cronWatchSince(nowMs: number): number {
+    this.sql('INSERT INTO cron_watch (singleton, since_ms) VALUES (1, ?) ON CONFLICT(singleton) DO NOTHING').run(nowMs);
+    return (this.sql('SELECT since_ms FROM cron_watch').get() as { since_ms: number }).since_ms;
   }
 
   markDispatched(eventId: string): void {

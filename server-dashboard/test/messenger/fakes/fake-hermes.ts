@@ -81,6 +81,8 @@ export class FakeHermes {
   readonly posts: { key: string | null; replayed: boolean }[] = [];
   url = '';
   script: RunScript;
+  /** What `GET /health` reports as Hermes' version (null: left out, as older Hermes does). */
+  version: string | null = '0.21.3';
   private readonly listeners = new Map<string, Set<(e: Json) => void>>();
   private readonly approvalWaiters = new Map<string, ((b: Json) => void)[]>();
   private readonly stopWaiters = new Map<string, (() => void)[]>();
@@ -112,6 +114,13 @@ export class FakeHermes {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
+    // Hermes answers /health without authentication.
+    if (req.method === 'GET' && req.url === '/health')
+      return this.json(res, 200, {
+        status: 'ok',
+        platform: 'hermes-agent',
+        ...(this.version ? { version: this.version } : {}),
+      });
     if (req.headers.authorization !== `Bearer ${this.apiKey}`) return this.json(res, 401, { error: 'unauthorized' });
     const url = new URL(req.url ?? '/', 'http://x');
     const raw = Buffer.concat(chunks).toString('utf8');
