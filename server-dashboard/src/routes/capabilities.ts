@@ -89,8 +89,12 @@ export function capabilityRoutes(
   );
   const whenWorking = options.whenWorking ?? [];
   bindRoute(app, getCapabilities, async () => {
+    // A check that asks another service (the relay) is given a moment, never the whole answer: a slow
+    // relay leaves its capability out of this answer, and the check it started answers the next one.
     const working = await Promise.all(
-      whenWorking.map(async (capability) => ((await capability.working().catch(() => false)) ? [capability.name] : [])),
+      whenWorking.map(async (capability) =>
+        (await withinMoment(capability.working().catch(() => false))) ? [capability.name] : [],
+      ),
     );
     const version = config.readDiskVersion();
     return {
@@ -105,5 +109,19 @@ export function capabilityRoutes(
       },
       headers: { 'Cache-Control': 'no-store' },
     };
+  });
+}
+
+/** How long GET /capabilities waits for a check that asks another service. */
+const WORKING_CHECK_MS = 1500;
+
+function withinMoment(check: Promise<boolean>): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), WORKING_CHECK_MS);
+    timer.unref();
+    void check.then((working) => {
+      clearTimeout(timer);
+      resolve(working);
+    });
   });
 }
