@@ -48,6 +48,7 @@ describe('GET /api/plugins/conduit_push/capabilities', () => {
       'room-files',
       'room-images',
       'artifacts',
+      'health',
       'cron-notifications',
       'reply-sources',
       'approval-answers',

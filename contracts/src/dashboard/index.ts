@@ -27,6 +27,7 @@ import {
 } from './local-live.js';
 import { postSessionTakeover, getDesktopViews } from './sessions.js';
 import { getArtifacts } from './artifacts.js';
+import { postHealthKey, postHealthIngest, getHealthStatus, postHealthWipe } from './health.js';
 import { postRoomFile, getRoomImages, getRoomImage, putRoomImage, deleteRoomImage } from './rooms.js';
 import {
   postVoiceSession,
@@ -58,6 +59,7 @@ export { getGrokLiveStatus, grokLiveSocket, localLiveSocket };
 export { getLocalLiveStatus, rotateLocalLiveKey, postLocalLiveChatCompletions, postLocalLiveResponses };
 export { postVoiceSession, getVoiceChatCalls, getVoiceTags, postVoiceTag, getVoiceSummary, postVoiceSummary };
 export { postSessionTakeover, getDesktopViews };
+export { postHealthKey, postHealthIngest, getHealthStatus, postHealthWipe };
 export { getArtifacts, postRoomFile, getRoomImages, getRoomImage, putRoomImage, deleteRoomImage };
 export { getCalls, putCalls, postCallWatch, putCallWatch, deleteCallWatch, putCallPresence, postCallOutcome };
 
@@ -116,5 +118,9 @@ export const dashboardSurface = {
     putRoomImage,
     deleteRoomImage,
     getArtifacts,
+    postHealthKey,
+    postHealthIngest,
+    getHealthStatus,
+    postHealthWipe,
   },
 } satisfies Surface;

@@ -2,6 +2,7 @@ import type { HostFeature } from '../kernel/feature.js';
 import { artifactsFeature } from './artifacts/index.js';
 import { callsFeature } from './calls/index.js';
 import { geminiLiveFeature } from './gemini-live/index.js';
+import { healthFeature } from './health/index.js';
 import { gptLiveFeature } from './gpt-live/index.js';
 import { grokLiveFeature } from './grok-live/index.js';
 import { memoryFeature } from './memory/index.js';
@@ -31,4 +32,5 @@ export const HOST_FEATURES: readonly HostFeature[] = [
   roomFilesFeature,
   roomImagesFeature,
   artifactsFeature,
+  healthFeature,
 ];
