@@ -43,6 +43,7 @@ import { notificationSettingsRoutes } from './routes/notification-settings.js';
 import { ProfileSettings } from './settings/profile-settings.js';
 import { HOST_FEATURES } from './features/index.js';
 import { HostActivity } from './kernel/activity.js';
+import { conduitFirstLine } from './features/phone-data/conduit-first.js';
 import { selfRestartRoute, type SelfRestarter } from './routes/self-restart.js';
 import type { FeatureKernel, HostFeature } from './kernel/feature.js';
 import { systemTimers } from './kernel/timers.js';
@@ -303,6 +304,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
       alertSettled: (profile, sessionId, kind) => calls.alertSettled(profile, sessionId, kind),
     },
     progress,
+    conduitFirst: conduitFirstLine(() => clock.now()),
     toolContext: {
       tools: TOOLS_NEEDING_CONTEXT,
       mint: (profile, sessionId, turnId, isChild, cronJob) =>

@@ -1,4 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { readHealth } from '../features/health/health-reads.js';
+import { HEALTH_TOOL, HEALTH_TOOL_DESCRIPTION, healthShared, healthToolInput } from '../features/health/health-tool.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { profileQuery } from '@conduit/contracts/dashboard/profile';
 import { bearerMatches } from '@conduit/contracts/server/secrets';
@@ -39,13 +41,13 @@ export const MCP_SERVER_NAME = 'conduit';
 
 /**
  * The tools served. Only what this service can really answer: the seed's other tools (conduit_present,
- * conduit_health, conduit_location, …) need features this service does not have yet, and a tool that
+ * conduit_location, …) need features this service does not have yet, and a tool that
  * cannot work must not be offered to the model. conduit_call_user is offered only while the profile
  * is paired and "call when I ask" or "Hermes decides" is on; conduit_call_watch while it is paired on a
  * Hermes whose scheduled jobs this host can write; conduit_watch_report while it is paired (it only
- * works in a call watch's run).
+ * works in a call watch's run); conduit_health once a phone has synced Health data to the profile.
  */
-export const MCP_TOOLS = ['conduit_status', CALL_USER_TOOL, CALL_WATCH_TOOL, WATCH_REPORT_TOOL] as const;
+export const MCP_TOOLS = ['conduit_status', CALL_USER_TOOL, CALL_WATCH_TOOL, WATCH_REPORT_TOOL, HEALTH_TOOL] as const;
 
 /** The name Hermes gives one of this server's tools (`mcp_<server>_<tool>`), as its hooks see it. */
 export function hermesToolName(tool: string): string {
@@ -56,6 +58,7 @@ export function hermesToolName(tool: string): string {
 export const TOOLS_NEEDING_CONTEXT: readonly string[] = [
   hermesToolName(CALL_USER_TOOL),
   hermesToolName(WATCH_REPORT_TOOL),
+  hermesToolName(HEALTH_TOOL),
 ];
 
 function answered(answer: CallUserAnswer | CallWatchAnswer | ReportAnswer) {
@@ -224,7 +227,41 @@ async function buildServer(profile: ProfileScope, options: McpEndpointOptions): 
       },
     );
   }
+  if (healthShared(profile.home)) {
+    server.registerTool(
+      HEALTH_TOOL,
+      {
+        title: 'Read Apple Health data',
+        description: HEALTH_TOOL_DESCRIPTION,
+        inputSchema: healthToolInput,
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+      async (args) => {
+        const context = options.toolContext.verify(args[TOOL_CONTEXT_ARG], profile.home);
+        if (!context) return textAnswer(NO_HOOK_CONTEXT, true);
+        // Subagents cannot read health data; their parent can.
+        if (context.isChild)
+          return textAnswer(`${HEALTH_TOOL} is not available to subagents; the main chat can read it.`, true);
+        const { [TOOL_CONTEXT_ARG]: _context, ...readArgs } = args;
+        try {
+          const result = readHealth(profile.home, readArgs, {
+            nowS: Math.floor(options.clock.now() / 1000),
+            via: 'tool',
+          });
+          options.log.info('conduit_health', { action: readArgs.action, ok: result.ok });
+          return result.ok ? textAnswer(JSON.stringify(result), false) : textAnswer(result.error, true);
+        } catch (error) {
+          options.log.warn('conduit_health failed', { error: error instanceof Error ? error.name : 'error' });
+          return textAnswer('The health data of this profile could not be read.', true);
+        }
+      },
+    );
+  }
   return server;
+}
+
+function textAnswer(text: string, isError: boolean) {
+  return { content: [{ type: 'text' as const, text }], ...(isError ? { isError: true } : {}) };
 }
 
 export interface McpEndpointOptions {

@@ -77,6 +77,11 @@ export interface NotifierPorts {
     /** It was answered (natively or on the phone): no call. */
     alertSettled(profile: ProfileScope, sessionId: string | undefined, kind: 'approval' | 'question'): void;
   };
+  /**
+   * The "Conduit first" line of a main conversation's turn: what the phone shares with the profile and
+   * which Conduit tool reads it (features/phone-data/conduit-first.ts); absent or null: no line.
+   */
+  conduitFirst?: (profile: ProfileScope) => string | null;
   /** Lock Screen progress of the turns (features/live-activities); absent: none reported. */
   progress?: {
     thinking(profile: ProfileScope, sessionId: string): void;
@@ -174,7 +179,8 @@ export class Notifier {
           sessionId && !state.children.has(sessionId) && this.ports.calls
             ? await this.ports.calls.takeNote(profile, sessionId).catch(() => null)
             : null;
-        const notes = [call, voice].filter((note): note is string => Boolean(note));
+        const first = sessionId && !state.children.has(sessionId) ? (this.ports.conduitFirst?.(profile) ?? null) : null;
+        const notes = [first, call, voice].filter((note): note is string => Boolean(note));
         return notes.length > 0 ? { context: notes.join('\n\n') } : null;
       }
       case 'post_llm_call':
