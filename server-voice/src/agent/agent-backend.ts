@@ -50,6 +50,11 @@ export class AgentError extends Error {
   constructor(
     message: string,
     readonly status?: number,
+    /**
+     * When set, the caller is told why (an `error` event with this code and message) instead of a bare failed
+     * response: for a failure the user can fix, such as a Hermes setting. Never holds a URL or a key.
+     */
+    readonly callerError?: { code: string; message: string },
   ) {
     super(message);
   }

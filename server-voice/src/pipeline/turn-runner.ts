@@ -1,5 +1,5 @@
 import type { SessionTool, ToolChoice } from '@conduit/contracts/voice/events';
-import { CommandError, type AgentBackend, type AgentEvent } from '../agent/agent-backend.js';
+import { AgentError, CommandError, type AgentBackend, type AgentEvent } from '../agent/agent-backend.js';
 import type { SlashCommand } from '../agent/slash-command.js';
 import type { OutboundAudio } from '../media/paced-output.js';
 import { realTimer, type RealtimeProtocol, type SetTimer } from '../protocol/realtime-protocol.js';
@@ -284,8 +284,11 @@ export class TurnRunner {
       if (signal.aborted) return;
       log('turn_failed', { responseId, error: error instanceof Error ? error.name : 'unknown' });
       turn.speaker.abort();
-      // A command Hermes did not run says why; other failures end the response as the contract has it.
+      // A command Hermes did not run, or an agent setting the user can fix, says why; other failures end the
+      // response as the contract has it.
       if (error instanceof CommandError) protocol.failResponseWithError(responseId, error.code, error.message);
+      else if (error instanceof AgentError && error.callerError)
+        protocol.failResponseWithError(responseId, error.callerError.code, error.callerError.message);
       else protocol.failResponse(responseId);
       await this.finishPlayout(turn, responseId);
     } finally {

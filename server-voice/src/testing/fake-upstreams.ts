@@ -2,7 +2,10 @@
  * Local stand-ins for the services this machine cannot reach, speaking their documented wire: an
  * OpenAI-compatible server (`/v1/chat/completions` streaming SSE, `/v1/audio/transcriptions`,
  * `/v1/audio/speech` streaming raw 24 kHz PCM) and the Hermes API server's runs (`/v1/runs`, its SSE
- * events, `/stop`). Tests, the latency probe and the benchmark use them; they are instant unless told not to be.
+ * events, `/stop`) and its client-tools chat completions (the same `/v1/chat/completions`, as Hermes serves it:
+ * `tool_calls` for a client tool, the answer once the `role: "tool"` result comes back in the same
+ * `X-Hermes-Session-Id` session, a 400 when `client_tools` is off). Tests, the latency probe and the benchmark
+ * use them; they are instant unless told not to be.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,6 +24,11 @@ export interface FakeUpstreamOptions {
   speechMsPerChar?: number;
   /** Bearer key the fakes require (default none). */
   apiKey?: string;
+  /**
+   * Hermes' `gateway.platforms.api_server.client_tools` (default on): off, a chat request with `tools` is
+   * answered 400 as Hermes refuses it.
+   */
+  hermesClientTools?: boolean;
 }
 
 export interface FakeUpstreams {
@@ -32,6 +40,8 @@ export interface FakeUpstreams {
   requests: string[];
   /** Request bodies of `/v1/chat/completions` and `/v1/runs`. */
   bodies: unknown[];
+  /** The `X-Hermes-Session-Id` of each `/v1/chat/completions` request (null without one), in order. */
+  chatSessions: (string | null)[];
   stopped: string[];
   close(): Promise<void>;
 }
@@ -50,6 +60,18 @@ function lastUserText(messages: unknown[]): string {
   return '';
 }
 
+function headerValue(value: string | string[] | undefined): string | null {
+  return (Array.isArray(value) ? value[0] : value) ?? null;
+}
+
+/** Whether the assistant message just before the trailing tool results called `callId`. */
+function answersCall(messages: unknown[], callId: string): boolean {
+  let i = messages.length - 1;
+  while (i >= 0 && (messages[i] as { role?: unknown }).role === 'tool') i -= 1;
+  const assistant = messages[i] as { role?: unknown; tool_calls?: { id?: unknown }[] } | undefined;
+  return assistant?.role === 'assistant' && (assistant.tool_calls ?? []).some((call) => call.id === callId);
+}
+
 /** 24 kHz PCM16 speech stand-in: a 220 Hz tone whose length follows the text. */
 export function fakeSpeechPcm(text: string, msPerChar: number): Buffer {
   const samples = Math.round((24_000 * Math.max(200, text.length * msPerChar)) / 1000);
@@ -63,6 +85,9 @@ export async function startFakeUpstreams(options: FakeUpstreamOptions = {}): Pro
   const requests: string[] = [];
   const bodies: unknown[] = [];
   const stopped: string[] = [];
+  const chatSessions: (string | null)[] = [];
+  /** Each tool call handed out, with the session it belongs to: a result must come back in the same one. */
+  const issuedCalls = new Map<string, string | null>();
   const runs = new Map<string, string>();
   let runCount = 0;
   const reply = options.reply ?? ((text: string) => ['You said: ', text, '.']);
@@ -90,9 +115,30 @@ export async function startFakeUpstreams(options: FakeUpstreamOptions = {}): Pro
         return;
       }
       if (request.method === 'POST' && url.pathname === '/v1/chat/completions') {
-        const parsed = JSON.parse(body.toString()) as { messages: unknown[] };
+        const parsed = JSON.parse(body.toString()) as { messages: unknown[]; tools?: unknown[] };
         bodies.push(parsed);
-        const last = parsed.messages.at(-1) as { role?: string } | undefined;
+        const session = headerValue(request.headers['x-hermes-session-id']);
+        chatSessions.push(session);
+        const refuse = (message: string) =>
+          response
+            .writeHead(400, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ error: { message, type: 'invalid_request_error' } }));
+        if (options.hermesClientTools === false && parsed.tools) {
+          refuse('client tools are disabled on this API server');
+          return;
+        }
+        const last = parsed.messages.at(-1) as { role?: string; tool_call_id?: string } | undefined;
+        if (last?.role === 'tool') {
+          const known = issuedCalls.has(last.tool_call_id ?? '');
+          if (!known || issuedCalls.get(last.tool_call_id ?? '') !== session) {
+            refuse('tool result for a call this session was not given');
+            return;
+          }
+          if (!answersCall(parsed.messages, last.tool_call_id ?? '')) {
+            refuse('a tool result must follow the assistant message that called it');
+            return;
+          }
+        }
         const answer =
           last?.role === 'tool'
             ? ['The tool said ', String((last as { content?: unknown }).content), '.']
@@ -103,17 +149,23 @@ export async function startFakeUpstreams(options: FakeUpstreamOptions = {}): Pro
             `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta }] })}\n\n`,
           );
         if (Array.isArray(answer)) for (const piece of answer) chunk({ content: piece });
-        else
+        else {
+          const callId = `call_fake_${issuedCalls.size + 1}`;
+          issuedCalls.set(callId, session);
           chunk({
             tool_calls: [
               {
                 index: 0,
-                id: 'call_fake_1',
+                id: callId,
                 type: 'function',
                 function: { name: answer.toolCall.name, arguments: answer.toolCall.arguments },
               },
             ],
           });
+          response.write(
+            `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] })}\n\n`,
+          );
+        }
         response.end('data: [DONE]\n\n');
         return;
       }
@@ -167,6 +219,7 @@ export async function startFakeUpstreams(options: FakeUpstreamOptions = {}): Pro
     hermesBaseUrl: `http://127.0.0.1:${port}`,
     requests,
     bodies,
+    chatSessions,
     stopped,
     close: () =>
       new Promise<void>((resolve) => {

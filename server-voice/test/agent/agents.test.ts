@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { AgentEvent, AgentTurn } from '../../src/agent/agent-backend.js';
+import { AgentError, type AgentEvent, type AgentTurn } from '../../src/agent/agent-backend.js';
 import { ECHO_PREFIX, EchoAgent } from '../../src/agent/echo-agent.js';
 import { HermesRunsAgent } from '../../src/agent/hermes-runs-agent.js';
 import { OpenAiChatAgent } from '../../src/agent/openai-chat-agent.js';
@@ -223,6 +223,89 @@ function stubHermes(events: string) {
   };
   return { fetch, requests };
 }
+
+describe('HermesRunsAgent client function tools', () => {
+  const getTime = { type: 'function' as const, name: 'get_time', parameters: { type: 'object' } };
+
+  it('a turn with client tools goes to chat completions in the call session, runs the call and continues', async () => {
+    upstream = await startFakeUpstreams({
+      reply: () => ({ toolCall: { name: 'get_time', arguments: '{"tz":"UTC"}' } }),
+    });
+    const agent = new HermesRunsAgent({ baseUrl: `${upstream.hermesBaseUrl}/`, apiKey: 'k' });
+    const calls: [string, string][] = [];
+    const { final } = await collect(
+      agent.respond(
+        turn('time?', {
+          tools: [getTime],
+          callTool: async (name, args) => {
+            calls.push([name, args]);
+            return '12:00';
+          },
+        }),
+      ),
+    );
+    expect(calls).toEqual([['get_time', '{"tz":"UTC"}']]);
+    expect(final).toBe('The tool said 12:00.');
+    // Both requests in the call's Hermes session (the one its runs use); no run was started.
+    expect(upstream.requests).toEqual(['POST /v1/chat/completions', 'POST /v1/chat/completions']);
+    expect(upstream.chatSessions).toEqual(['call_a', 'call_a']);
+    expect(upstream.bodies[0]).toEqual({
+      model: 'hermes-agent',
+      stream: true,
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'time?' },
+      ],
+      tools: [{ type: 'function', function: { name: 'get_time', parameters: { type: 'object' } } }],
+      tool_choice: 'auto',
+    });
+    // The second request is the same turn with the assistant's call and its result after it.
+    expect((upstream.bodies[1] as { messages: unknown[] }).messages.slice(2)).toEqual([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_fake_1', type: 'function', function: { name: 'get_time', arguments: '{"tz":"UTC"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_fake_1', content: '12:00' },
+    ]);
+  });
+
+  it('a turn without client tools, or with tool_choice none, still runs through /v1/runs', async () => {
+    upstream = await startFakeUpstreams({ reply: (text) => ['Run answer to ', text, '.'] });
+    const agent = new HermesRunsAgent({ baseUrl: upstream.hermesBaseUrl, apiKey: 'k' });
+    expect((await collect(agent.respond(turn('hello')))).final).toBe('Run answer to hello.');
+    const hidden = await collect(agent.respond(turn('again', { tools: [getTime], toolChoice: 'none' })));
+    expect(hidden.final).toBe('Run answer to again.');
+    expect(upstream.requests).toEqual([
+      'POST /v1/runs',
+      'GET /v1/runs/run_1/events',
+      'POST /v1/runs',
+      'GET /v1/runs/run_2/events',
+    ]);
+  });
+
+  it('a Hermes with client tools off fails the turn with an error naming the setting, never the key', async () => {
+    upstream = await startFakeUpstreams({ hermesClientTools: false });
+    const agent = new HermesRunsAgent({ baseUrl: upstream.hermesBaseUrl, apiKey: 'secret-key' });
+    const failure = await collect(agent.respond(turn('time?', { tools: [getTime] }))).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(AgentError);
+    const { callerError, status } = failure as AgentError;
+    expect(status).toBe(400);
+    expect(callerError?.code).toBe('agent_tools_unavailable');
+    expect(callerError?.message).toContain('client tools are disabled on this API server');
+    expect(callerError?.message).toContain('gateway.platforms.api_server.client_tools');
+    expect(callerError?.message).not.toMatch(/secret-key|127\.0\.0\.1/);
+  });
+
+  it('a wrong key on the tools route is a plain refusal, not blamed on the setting', async () => {
+    upstream = await startFakeUpstreams({ apiKey: 'right' });
+    const agent = new HermesRunsAgent({ baseUrl: upstream.hermesBaseUrl, apiKey: 'wrong' });
+    const failure = await collect(agent.respond(turn('time?', { tools: [getTime] }))).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ message: 'Hermes chat completions answered 401', callerError: undefined });
+  });
+});
 
 describe('HermesRunsAgent slash commands', () => {
   const command = (text: string, sessionKey = 'call_a', signal = new AbortController().signal) => ({

@@ -1,7 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { ServerEvent } from '@conduit/contracts/voice/events';
 import type { AgentBackend, AgentEvent, AgentTurn, CommandTurn } from '../../src/agent/agent-backend.js';
 import { CommandError } from '../../src/agent/agent-backend.js';
+import { HermesRunsAgent } from '../../src/agent/hermes-runs-agent.js';
 import { ScriptedAgent } from '../../src/agent/scripted-agent.js';
 import { typedCommand } from '../../src/agent/slash-command.js';
 import { ManualFrameClock } from '../../src/media/frame-clock.js';
@@ -10,6 +11,7 @@ import { TurnRunner } from '../../src/pipeline/turn-runner.js';
 import { RealtimeProtocol } from '../../src/protocol/realtime-protocol.js';
 import { ScriptedTextToSpeech } from '../../src/providers/scripted.js';
 import type { TextToSpeech } from '../../src/providers/types.js';
+import { startFakeUpstreams, type FakeUpstreams } from '../../src/testing/fake-upstreams.js';
 
 /** An agent whose reply the test releases piece by piece. */
 class GatedAgent implements AgentBackend {
@@ -141,7 +143,28 @@ function setup(
     );
     protocol.handleClientMessage('{"type":"response.create"}', 'c');
   };
-  return { protocol, runner: runner as TurnRunner, output, events, types, pump, say, sent, speaking, timers };
+  /** Like `pump`, for an agent behind real HTTP: real time passes between ticks (up to 5 s). */
+  const pumpWithIo = async (done: () => boolean) => {
+    const until = Date.now() + 5_000;
+    while (!done() && Date.now() < until) {
+      clock.advance(20);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    if (!done()) throw new Error(`never happened; events: ${types().join(', ')}`);
+  };
+  return {
+    protocol,
+    runner: runner as TurnRunner,
+    output,
+    events,
+    types,
+    pump,
+    pumpWithIo,
+    say,
+    sent,
+    speaking,
+    timers,
+  };
 }
 
 describe('TurnRunner', () => {
@@ -370,9 +393,8 @@ describe('TurnRunner', () => {
     const agent = new ScriptedAgent(() => [{ delta: 'I would have answered.' }]);
     const t = setup(agent);
     t.runner.startCommand(t.protocol.openResponse('c'), typedCommand('/model gpt-5.6')!);
-    expect(t.types()).toEqual(['response.created', 'error', 'response.done']);
-    expect(t.events[1]).toMatchObject({
-      type: 'error',
+    expect(t.types().slice(-3)).toEqual(['response.created', 'error', 'response.done']);
+    expect(t.events.at(-2)).toMatchObject({
       error: {
         type: 'invalid_request_error',
         code: 'command_unavailable',
@@ -384,5 +406,58 @@ describe('TurnRunner', () => {
     await t.pump(() => t.sent.length > 20);
     expect(agent.turns).toEqual([]);
     expect(t.sent.every((silent) => silent)).toBe(true);
+  });
+});
+
+describe('TurnRunner with the Hermes agent and client function tools', () => {
+  let upstream: FakeUpstreams | null = null;
+  afterEach(async () => {
+    await upstream?.close();
+    upstream = null;
+  });
+
+  it('Hermes calls a client tool, the client answers, and the reply completes in the resumed response', async () => {
+    upstream = await startFakeUpstreams({ reply: () => ({ toolCall: { name: 'get_time', arguments: '{}' } }) });
+    const agent = new HermesRunsAgent({ baseUrl: upstream.hermesBaseUrl, apiKey: 'k' });
+    const t = setup(agent, new ScriptedTextToSpeech(), true);
+    t.say('time?');
+    await t.pumpWithIo(() => t.types().includes('response.function_call_arguments.done'));
+    const call = t.events.find((e) => e.type === 'response.function_call_arguments.done');
+    expect(call).toMatchObject({ name: 'get_time', arguments: '{}' });
+    const callId = call?.type === 'response.function_call_arguments.done' ? call.call_id : '';
+    t.protocol.handleClientMessage(
+      JSON.stringify({
+        type: 'conversation.item.create',
+        item: { type: 'function_call_output', call_id: callId, output: 'noon' },
+      }),
+      'c',
+    );
+    t.protocol.handleClientMessage('{"type":"response.create"}', 'c');
+    await t.pumpWithIo(() => t.events.filter((e) => e.type === 'response.done').length === 2);
+    expect(t.events.filter((e) => e.type === 'response.done').at(-1)).toMatchObject({
+      response: {
+        id: 'resp_call_t_2',
+        status: 'completed',
+        output: [{ content: [{ transcript: 'The tool said noon.' }] }],
+      },
+    });
+    expect(upstream.requests).toEqual(['POST /v1/chat/completions', 'POST /v1/chat/completions']);
+    expect(upstream.chatSessions).toEqual(['call_t', 'call_t']);
+  });
+
+  it('a Hermes with client tools off ends the response with an error naming the setting, not silence', async () => {
+    upstream = await startFakeUpstreams({ hermesClientTools: false });
+    const agent = new HermesRunsAgent({ baseUrl: upstream.hermesBaseUrl, apiKey: 'k' });
+    const t = setup(agent, new ScriptedTextToSpeech(), true);
+    t.say('time?');
+    await t.pumpWithIo(() => t.types().includes('response.done'));
+    expect(t.types().slice(-3)).toEqual(['response.created', 'error', 'response.done']);
+    expect(t.events.at(-2)).toMatchObject({
+      error: {
+        code: 'agent_tools_unavailable',
+        message: expect.stringContaining('gateway.platforms.api_server.client_tools must not be false') as unknown,
+      },
+    });
+    expect(t.events.at(-1)).toMatchObject({ response: { status: 'failed' } });
   });
 });
