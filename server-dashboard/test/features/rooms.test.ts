@@ -119,6 +119,7 @@ beforeAll(async () => {
   host = await startHost(testConfig(home.root, { clock, timers }), {
     features: [
       createRoomFilesFeature({
+        sweepTimers: timers,
         maxFileBytes: 4096,
         freeBytes: async () => freeBytes,
         onSweep: (removed) => {

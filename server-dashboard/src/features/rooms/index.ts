@@ -16,6 +16,7 @@ import { answerWithDetail, DetailError, readJsonBody } from '../../kernel/detail
 import type { HostFeature } from '../../kernel/feature.js';
 import { profileForRoute } from '../../kernel/profile-files.js';
 import { limiterKey, perMinute } from '../../kernel/rate-window.js';
+import { systemTimers, type Timers } from '../../kernel/timers.js';
 import {
   ROOM_FILE_BOUNDS,
   fileReference,
@@ -74,6 +75,12 @@ export interface RoomFilesOptions {
   freeBytes?: (folder: string) => Promise<number>;
   /** Told after each scheduled sweep, with the number of uploads deleted (tests wait on it). */
   onSweep?: (removed: number) => void;
+  /**
+   * The timers of the hourly sweep (default: real ones). Not the kernel's: those are the request
+   * deadlines' timers, which other features' tests fire by hand, and a sweep pending among them would
+   * be fired in a deadline's place.
+   */
+  sweepTimers?: Timers;
 }
 
 /**
@@ -107,11 +114,12 @@ export function createRoomFilesFeature(options: RoomFilesOptions = {}): HostFeat
         return { status: 200, body: { ok: true, path: file, ref_text: fileReference(file) }, headers: NO_STORE };
       });
 
-      // A minute after start, then hourly, on the injected timers; the sweep of one home failing never stops the others or the next.
+      // A minute after start, then hourly; the sweep of one home failing never stops the others or the next.
+      const sweepTimers = options.sweepTimers ?? systemTimers;
       let closed = false;
       let cancel = () => {};
       const schedule = (delayMs: number) => {
-        cancel = kernel.timers.after(delayMs, () => {
+        cancel = sweepTimers.after(delayMs, () => {
           void (async () => {
             let removed = 0;
             for (const home of await profileHomes(kernel.hermesHome)) {
