@@ -25,6 +25,8 @@ export const CRON_LIMITS = {
   rescanMs: 30_000,
   /** Several events arrive for one atomic rename; one scan after they settle is enough. */
   watchSettleMs: 200,
+  /** How much older than the first watch an output's mtime must be to count as history. */
+  mtimeSlackMs: 2_000,
   /** A report longer than this is not a chat message; it is logged and skipped, never cut. */
   maxOutputBytes: 256 * 1024,
   /** Outputs settled per scan, so a backlog after a long outage drains across scans, not in one burst. */
@@ -177,7 +179,12 @@ export class CronDelivery {
   private async deliver(key: string, file: string, job: { chat: string | 'home'; name: string }): Promise<void> {
     const fields = { job: job.name, output: key };
     const stat = fs.lstatSync(file);
-    if (!stat.isFile() || stat.mtimeMs < this.since) return this.o.inbox.settleCronOutput(key, null, 'predates');
+    // The filesystem stamps files from the kernel's coarse clock, which may lag Date.now() by a few
+    // milliseconds: an output written just after the first watch can carry an earlier mtime, so only
+    // outputs clearly older than the first watch are history.
+    if (!stat.isFile() || stat.mtimeMs < this.since - CRON_LIMITS.mtimeSlackMs) {
+      return this.o.inbox.settleCronOutput(key, null, 'predates');
+    }
     if (stat.size > CRON_LIMITS.maxOutputBytes) {
       this.o.log.warn('relay cron output too large to send; skipped', { ...fields, bytes: stat.size });
       return this.o.inbox.settleCronOutput(key, null, 'too_large');
