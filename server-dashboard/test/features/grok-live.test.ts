@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, rmSync, writeFileSync, constants } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/app.js';
@@ -378,8 +378,13 @@ describe('GET /grok-live/status', () => {
       timers.advance(25_000);
       expect(await answer).toEqual({ status: 504, body: { detail: 'Grok Live status timed out' } });
     } finally {
-      // Opening the FIFO for writing and closing it ends the blocked read.
-      closeSync(openSync(fifo, 'w'));
+      // Opening the FIFO for writing and closing it ends the blocked read; without a reader left, a
+      // non-blocking open fails at once (ENXIO) instead of waiting for one forever.
+      try {
+        closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+      } catch {
+        // no reader: nothing to release
+      }
     }
   });
 

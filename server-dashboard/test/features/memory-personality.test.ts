@@ -169,7 +169,7 @@ describe('timeouts', () => {
   it('answers 504 when a memory read outlives its 10 s budget, and 503 to a third call meanwhile', async () => {
     // A FIFO stands in for a home on a stalled network disk: reading it blocks until a writer opens it.
     const { execFileSync } = await import('node:child_process');
-    const { openSync, closeSync } = await import('node:fs');
+    const { openSync, closeSync, constants } = await import('node:fs');
     const dir = path.join(home.root, 'profiles', 'stalled', 'memories');
     mkdirSync(dir, { recursive: true });
     execFileSync('mkfifo', [path.join(dir, 'MEMORY.md')]);
@@ -195,7 +195,12 @@ describe('timeouts', () => {
       }
     } finally {
       // Opening the FIFO for writing and closing it ends the blocked reads.
-      closeSync(openSync(path.join(dir, 'MEMORY.md'), 'w'));
+      try {
+        // Non-blocking: with no reader left, fail at once instead of waiting for one forever.
+        closeSync(openSync(path.join(dir, 'MEMORY.md'), constants.O_WRONLY | constants.O_NONBLOCK));
+      } catch {
+        // no reader: nothing to release
+      }
       await stalled.app.close();
     }
   });
