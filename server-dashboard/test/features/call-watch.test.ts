@@ -1,7 +1,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { connectMcp } from '../support/mcp-client.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/app.js';
 import {
@@ -11,7 +11,6 @@ import {
   minuteOfDay,
   parseHours,
 } from '../../src/features/calls/call-watches.js';
-import { MCP_PATH } from '../../src/mcp/mcp-endpoint.js';
 import { readOrCreateMcpToken } from '../../src/mcp/mcp-token.js';
 import { ManualClock, TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';
 import { FakeRelay } from '../support/fake-relay.js';
@@ -65,15 +64,8 @@ afterEach(async () => {
   home.cleanup();
 });
 
-async function mcp(profile?: string): Promise<Client> {
-  const url = new URL(MCP_PATH, host.url);
-  if (profile) url.searchParams.set('profile', profile);
-  const transport = new StreamableHTTPClientTransport(url, {
-    requestInit: { headers: { authorization: `Bearer ${mcpToken}` } },
-  });
-  const client = new Client({ name: 'hermes-stand-in', version: '1.0.0' });
-  await client.connect(transport);
-  return client;
+function mcp(profile?: string): Promise<Client> {
+  return connectMcp(host.url, mcpToken, profile);
 }
 
 async function toolNames(profile?: string): Promise<string[]> {

@@ -1,9 +1,8 @@
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { connectMcp } from '../support/mcp-client.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/app.js';
-import { MCP_PATH } from '../../src/mcp/mcp-endpoint.js';
 import { readOrCreateMcpToken } from '../../src/mcp/mcp-token.js';
 import { ManualClock, TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';
 import { FakeRelay } from '../support/fake-relay.js';
@@ -38,13 +37,8 @@ afterEach(async () => {
   home.cleanup();
 });
 
-async function mcp(): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(MCP_PATH, host.url), {
-    requestInit: { headers: { authorization: `Bearer ${mcpToken}` } },
-  });
-  const client = new Client({ name: 'hermes-stand-in', version: '1.0.0' });
-  await client.connect(transport);
-  return client;
+function mcp(): Promise<Client> {
+  return connectMcp(host.url, mcpToken);
 }
 
 async function settings(values: Record<string, unknown>): Promise<void> {
@@ -122,14 +116,7 @@ describe('conduit_call_user', () => {
   });
 
   it('is not offered to an unpaired profile', async () => {
-    const client = await (async () => {
-      const transport = new StreamableHTTPClientTransport(new URL(`${MCP_PATH}?profile=work`, host.url), {
-        requestInit: { headers: { authorization: `Bearer ${mcpToken}` } },
-      });
-      const c = new Client({ name: 'hermes-stand-in', version: '1.0.0' });
-      await c.connect(transport);
-      return c;
-    })();
+    const client = await connectMcp(host.url, mcpToken, 'work');
     expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['conduit_status']);
     await client.close();
   });
@@ -227,11 +214,7 @@ describe('conduit_call_user', () => {
       extra: { turn_id: 't' },
     });
     const args = (hooked.answer as { args: Record<string, unknown> }).args;
-    const transport = new StreamableHTTPClientTransport(new URL(`${MCP_PATH}?profile=work`, host.url), {
-      requestInit: { headers: { authorization: `Bearer ${mcpToken}` } },
-    });
-    const client = new Client({ name: 'hermes-stand-in', version: '1.0.0' });
-    await client.connect(transport);
+    const client = await connectMcp(host.url, mcpToken, 'work');
     const result = await client.callTool({ name: 'conduit_call_user', arguments: args });
     await client.close();
     expect((result.structuredContent as { status: string }).status).toBe('refused');

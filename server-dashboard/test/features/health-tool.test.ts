@@ -1,10 +1,9 @@
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { connectMcp } from '../support/mcp-client.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEALTH_LABEL } from '@conduit/contracts/dashboard/health';
 import type { Host } from '../../src/app.js';
-import { MCP_PATH } from '../../src/mcp/mcp-endpoint.js';
 import { readOrCreateMcpToken } from '../../src/mcp/mcp-token.js';
 import { ManualClock, tempHermesHome, testConfig } from '../support/config.js';
 import { callHook } from '../support/hook-call.js';
@@ -41,13 +40,8 @@ async function tools(): Promise<string[]> {
   }
 }
 
-async function mcp(): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(MCP_PATH, host.url), {
-    requestInit: { headers: { authorization: `Bearer ${mcpToken}` } },
-  });
-  const client = new Client({ name: 'hermes-stand-in', version: '1.0.0' });
-  await client.connect(transport);
-  return client;
+function mcp(): Promise<Client> {
+  return connectMcp(host.url, mcpToken);
 }
 
 /** The hook first (it signs the calling turn into the arguments), then the tool, as Hermes does. */

@@ -12,7 +12,6 @@ import { ManualClock, TEST_TOKEN, tempHermesHome, testConfig } from '../support/
 import { startHost } from '../support/host.js';
 
 const PREFIX = '/api/plugins/conduit_push';
-const hasPython = spawnSync('python3', ['-c', 'import fcntl'], { stdio: 'ignore' }).status === 0;
 
 const home = tempHermesHome();
 const clock = new ManualClock();
@@ -370,25 +369,26 @@ describe('POST /sessions/takeover', () => {
     expect((await takeover('limited', { session_ids: ['chat'] })).status).toBe(501);
   });
 
-  it.skipIf(!hasPython)(
-    "takes Hermes' own registry lock (Python's fcntl.flock) and waits while Hermes holds it",
-    async () => {
-      const desktop = await liveProcess();
-      const { name, dir } = profileHome();
-      const text = seed(dir, [claim('chat', desktop, 'desktop', 'lease-1')]);
-      const lock = path.join(dir, 'runtime', 'active_sessions.lock');
-      const holder = await holdHermesLock(lock);
+  it('has python3 with fcntl, the Hermes stand-in that holds the lock below (these tests need it; never skipped)', () => {
+    expect(spawnSync('python3', ['-c', 'import fcntl'], { stdio: 'ignore' }).status).toBe(0);
+  });
 
-      const answer = takeover(name, { session_ids: ['chat'] });
-      await waitingOnLock(lock);
-      expect(readFileSync(registryFile(dir), 'utf8')).toBe(text);
-      await release(holder);
-      expect((await answer).body).toEqual({ ok: true, status: 'taken_over', surface: 'desktop' });
-      expect(entries(dir)).toEqual([]);
-    },
-  );
+  it("takes Hermes' own registry lock (Python's fcntl.flock) and waits while Hermes holds it", async () => {
+    const desktop = await liveProcess();
+    const { name, dir } = profileHome();
+    const text = seed(dir, [claim('chat', desktop, 'desktop', 'lease-1')]);
+    const lock = path.join(dir, 'runtime', 'active_sessions.lock');
+    const holder = await holdHermesLock(lock);
 
-  it.skipIf(!hasPython)('answers 504 when the lock is still held after 20 s, and writes nothing after', async () => {
+    const answer = takeover(name, { session_ids: ['chat'] });
+    await waitingOnLock(lock);
+    expect(readFileSync(registryFile(dir), 'utf8')).toBe(text);
+    await release(holder);
+    expect((await answer).body).toEqual({ ok: true, status: 'taken_over', surface: 'desktop' });
+    expect(entries(dir)).toEqual([]);
+  });
+
+  it('answers 504 when the lock is still held after 20 s, and writes nothing after', async () => {
     const desktop = await liveProcess();
     const { name, dir } = profileHome();
     const text = seed(dir, [claim('chat', desktop, 'desktop', 'lease-1')]);

@@ -1,7 +1,7 @@
 import { statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { connectMcp } from '../support/mcp-client.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/app.js';
 import { MCP_PATH } from '../../src/mcp/mcp-endpoint.js';
@@ -23,15 +23,8 @@ afterEach(async () => {
   home.cleanup();
 });
 
-async function connect(profile: string | null, bearer: string | null): Promise<Client> {
-  const url = new URL(MCP_PATH, host.url);
-  if (profile) url.searchParams.set('profile', profile);
-  const transport = new StreamableHTTPClientTransport(url, {
-    requestInit: bearer ? { headers: { authorization: `Bearer ${bearer}` } } : {},
-  });
-  const client = new Client({ name: 'conduit-test', version: '1.0.0' });
-  await client.connect(transport);
-  return client;
+function connect(profile: string | null, bearer: string | null): Promise<Client> {
+  return connectMcp(host.url, bearer, profile);
 }
 
 describe('the MCP endpoint (streamable HTTP, SDK client)', () => {
@@ -120,11 +113,7 @@ describe('the MCP endpoint (streamable HTTP, SDK client)', () => {
       }),
     );
     try {
-      const url = new URL(MCP_PATH, fronting.url);
-      const client = new Client({ name: 'conduit-test', version: '1.0.0' });
-      await client.connect(
-        new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
-      );
+      const client = await connectMcp(fronting.url, token);
       expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['conduit_status']);
       await client.close();
     } finally {
