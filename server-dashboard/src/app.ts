@@ -29,7 +29,7 @@ import { DesktopSelectionPublisher } from './notifier/desktop-selection.js';
 import { gatewayObserver } from './notifier/gateway-observer.js';
 import { Notifier, type ProfileScope } from './notifier/notifier.js';
 import { PLUGIN_CAPABILITIES } from './notifier/events.js';
-import { MCP_PATH, TOOLS_NEEDING_CONTEXT, mcpRoutes } from './mcp/mcp-endpoint.js';
+import { MCP_PATH, mcpRoutes, toolsNeedingContext } from './mcp/mcp-endpoint.js';
 import { readOrCreateMcpToken } from './mcp/mcp-token.js';
 import { HostMetrics, METRICS_PATH } from './metrics.js';
 import { readSessionTitle } from './notifier/session-titles.js';
@@ -306,7 +306,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     progress,
     conduitFirst: conduitFirstLine(() => clock.now()),
     toolContext: {
-      tools: TOOLS_NEEDING_CONTEXT,
+      tools: toolsNeedingContext(deps.features),
       mint: (profile, sessionId, turnId, isChild, cronJob) =>
         toolContext.mint({ home: profile.home, sessionId, turnId, isChild, cronJobId: cronJob ?? undefined }),
     },
@@ -389,6 +389,8 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     watchJobs: deps.hermes
       ? new CallWatchJobs({ api: deps.hermes, apiProfile: apiProfileOf(config.hermesApi?.url), clock })
       : null,
+    features: deps.features,
+    kernel,
   });
 
   await controlRoutes(app, await readOrCreateControlToken(config.stateDir), {

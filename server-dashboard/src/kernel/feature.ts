@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../clock.js';
+import type { FeatureMcpTool } from '../mcp/feature-tool.js';
 import type { Logger } from '../log.js';
 import type { HostActivity } from './activity.js';
 import type { Timers } from './timers.js';
@@ -72,4 +73,6 @@ export interface HostFeature {
    * and that credential is never accepted by any other route.
    */
   registerTokenRoutes?(scope: FastifyInstance, kernel: FeatureKernel): Promise<void> | void;
+  /** The `conduit_*` tools this feature serves to Hermes over the host's MCP endpoint. */
+  tools?: readonly FeatureMcpTool[];
 }

@@ -1,6 +1,4 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { readHealth } from '../features/health/health-reads.js';
-import { HEALTH_TOOL, HEALTH_TOOL_DESCRIPTION, healthShared, healthToolInput } from '../features/health/health-tool.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { profileQuery } from '@conduit/contracts/dashboard/profile';
 import { bearerMatches } from '@conduit/contracts/server/secrets';
@@ -34,20 +32,21 @@ import {
   type CallWatchJobs,
 } from '../features/calls/watch-jobs.js';
 import type { Clock } from '../clock.js';
+import type { FeatureKernel, HostFeature } from '../kernel/feature.js';
+import { NO_HOOK_CONTEXT } from './feature-tool.js';
 
 /** Where Hermes reaches the conduit_* tools; outside /api, so it is never proxied to the dashboard. */
 export const MCP_PATH = '/_conduit/mcp';
 export const MCP_SERVER_NAME = 'conduit';
 
 /**
- * The tools served. Only what this service can really answer: the seed's other tools (conduit_present,
- * conduit_location, …) need features this service does not have yet, and a tool that
- * cannot work must not be offered to the model. conduit_call_user is offered only while the profile
- * is paired and "call when I ask" or "Hermes decides" is on; conduit_call_watch while it is paired on a
- * Hermes whose scheduled jobs this host can write; conduit_watch_report while it is paired (it only
- * works in a call watch's run); conduit_health once a phone has synced Health data to the profile.
+ * The endpoint's own tools. Only what this service can really answer: a tool that cannot work must not
+ * be offered to the model. conduit_call_user is offered only while the profile is paired and "call when
+ * I ask" or "Hermes decides" is on; conduit_call_watch while it is paired on a Hermes whose scheduled
+ * jobs this host can write; conduit_watch_report while it is paired (it only works in a call watch's
+ * run). Features add theirs (`HostFeature.tools`, each with its own visibility rule).
  */
-export const MCP_TOOLS = ['conduit_status', CALL_USER_TOOL, CALL_WATCH_TOOL, WATCH_REPORT_TOOL, HEALTH_TOOL] as const;
+export const MCP_TOOLS = ['conduit_status', CALL_USER_TOOL, CALL_WATCH_TOOL, WATCH_REPORT_TOOL] as const;
 
 /** The name Hermes gives one of this server's tools (`mcp_<server>_<tool>`), as its hooks see it. */
 export function hermesToolName(tool: string): string {
@@ -55,11 +54,10 @@ export function hermesToolName(tool: string): string {
 }
 
 /** The tools whose calls the pre_tool_call hook signs with the calling turn (tool-context.ts). */
-export const TOOLS_NEEDING_CONTEXT: readonly string[] = [
-  hermesToolName(CALL_USER_TOOL),
-  hermesToolName(WATCH_REPORT_TOOL),
-  hermesToolName(HEALTH_TOOL),
-];
+export function toolsNeedingContext(features: readonly HostFeature[]): readonly string[] {
+  const featureTools = features.flatMap((feature) => feature.tools ?? []).filter((tool) => tool.needsContext);
+  return [CALL_USER_TOOL, WATCH_REPORT_TOOL, ...featureTools.map((tool) => tool.name)].map(hermesToolName);
+}
 
 function answered(answer: CallUserAnswer | CallWatchAnswer | ReportAnswer) {
   return {
@@ -85,9 +83,6 @@ async function callUserVisible(profile: ProfileScope, options: McpEndpointOption
     return false; // an unreadable calls file: not offered
   }
 }
-
-const NO_HOOK_CONTEXT =
-  "This call did not come through this profile's Conduit hook, so the chat it belongs to is unknown; run `conduit setup-hermes` and restart Hermes.";
 
 async function buildServer(profile: ProfileScope, options: McpEndpointOptions): Promise<McpServer> {
   const server = new McpServer({ name: MCP_SERVER_NAME, version: options.version });
@@ -227,41 +222,27 @@ async function buildServer(profile: ProfileScope, options: McpEndpointOptions): 
       },
     );
   }
-  if (healthShared(profile.home)) {
-    server.registerTool(
-      HEALTH_TOOL,
-      {
-        title: 'Read Apple Health data',
-        description: HEALTH_TOOL_DESCRIPTION,
-        inputSchema: healthToolInput,
-        annotations: { readOnlyHint: true, openWorldHint: false },
-      },
-      async (args) => {
-        const context = options.toolContext.verify(args[TOOL_CONTEXT_ARG], profile.home);
-        if (!context) return textAnswer(NO_HOOK_CONTEXT, true);
-        // Subagents cannot read health data; their parent can.
-        if (context.isChild)
-          return textAnswer(`${HEALTH_TOOL} is not available to subagents; the main chat can read it.`, true);
-        const { [TOOL_CONTEXT_ARG]: _context, ...readArgs } = args;
-        try {
-          const result = readHealth(profile.home, readArgs, {
-            nowS: Math.floor(options.clock.now() / 1000),
-            via: 'tool',
-          });
-          options.log.info('conduit_health', { action: readArgs.action, ok: result.ok });
-          return result.ok ? textAnswer(JSON.stringify(result), false) : textAnswer(result.error, true);
-        } catch (error) {
-          options.log.warn('conduit_health failed', { error: error instanceof Error ? error.name : 'error' });
-          return textAnswer('The health data of this profile could not be read.', true);
-        }
-      },
-    );
+  const env = {
+    profile,
+    kernel: options.kernel,
+    verify: (args: Record<string, unknown>) => options.toolContext.verify(args[TOOL_CONTEXT_ARG], profile.home),
+  };
+  for (const feature of options.features) {
+    for (const tool of feature.tools ?? []) {
+      let visible = false;
+      try {
+        visible = await tool.visible(env);
+      } catch (error) {
+        // A tool whose state cannot be read is not offered; the others still are.
+        options.log.warn('mcp tool visibility failed', {
+          tool: tool.name,
+          error: error instanceof Error ? error.name : 'error',
+        });
+      }
+      if (visible) tool.register(server, env);
+    }
   }
   return server;
-}
-
-function textAnswer(text: string, isError: boolean) {
-  return { content: [{ type: 'text' as const, text }], ...(isError ? { isError: true } : {}) };
 }
 
 export interface McpEndpointOptions {
@@ -277,6 +258,9 @@ export interface McpEndpointOptions {
   calls: { stateOf(home: string): CallsState };
   /** Call watches' cron jobs through Hermes' API server; null when none is configured. */
   watchJobs: CallWatchJobs | null;
+  /** The registered features; each one's `tools` are served beside the endpoint's own. */
+  features: readonly HostFeature[];
+  kernel: FeatureKernel;
 }
 
 function refuse(reply: FastifyReply, status: number, error: string): FastifyReply {

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { HEALTH_READ_MAX_DAYS } from '@conduit/contracts/dashboard/health';
+import { NO_HOOK_CONTEXT, toolText, type FeatureMcpTool } from '../../mcp/feature-tool.js';
+import { TOOL_CONTEXT_ARG } from '../../mcp/tool-context.js';
 import { PhoneDataStore } from '../phone-data/store.js';
-import { HEALTH_SHAPE } from './health-reads.js';
+import { HEALTH_SHAPE, readHealth } from './health-reads.js';
 
 /** The MCP tool that reads the Health data a phone shared with this profile (the seed, Health). */
 export const HEALTH_TOOL = 'conduit_health';
@@ -47,3 +49,40 @@ export function healthShared(home: string): boolean {
     store?.close();
   }
 }
+
+/** conduit_health over MCP: offered once a phone has synced Health data; subagents cannot read it. */
+export const healthTool: FeatureMcpTool = {
+  name: HEALTH_TOOL,
+  needsContext: true,
+  visible: ({ profile }) => healthShared(profile.home),
+  register(server, { profile, kernel, verify }) {
+    server.registerTool(
+      HEALTH_TOOL,
+      {
+        title: 'Read Apple Health data',
+        description: HEALTH_TOOL_DESCRIPTION,
+        inputSchema: healthToolInput,
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+      (args) => {
+        const context = verify(args);
+        if (!context) return toolText(NO_HOOK_CONTEXT, true);
+        // Subagents cannot read health data; their parent can.
+        if (context.isChild)
+          return toolText(`${HEALTH_TOOL} is not available to subagents; the main chat can read it.`, true);
+        const { [TOOL_CONTEXT_ARG]: _context, ...readArgs } = args;
+        try {
+          const result = readHealth(profile.home, readArgs, {
+            nowS: Math.floor(kernel.clock.now() / 1000),
+            via: 'tool',
+          });
+          kernel.log.info('conduit_health', { action: readArgs.action, ok: result.ok });
+          return result.ok ? toolText(JSON.stringify(result)) : toolText(result.error, true);
+        } catch (error) {
+          kernel.log.warn('conduit_health failed', { error: error instanceof Error ? error.name : 'error' });
+          return toolText('The health data of this profile could not be read.', true);
+        }
+      },
+    );
+  },
+};

@@ -1,5 +1,7 @@
 import { HEALTH_LABEL, HEALTH_LIMITS, healthRoutes } from '@conduit/contracts/dashboard/health';
+import type { HostFeature } from '../../kernel/feature.js';
 import { sealedIngest } from '../phone-data/index.js';
+import { healthTool } from './health-tool.js';
 export { HEALTH_SHAPE, readHealth, type HealthReadContext, type HealthReadResult } from './health-reads.js';
 import {
   HEALTH_DEVICE_TABLES,
@@ -13,19 +15,22 @@ import {
  * Health (`health`): Apple Health summaries the phone shares with the profile, sealed end to end on
  * the phone-data core and kept in the profile's conduit-health.sqlite3 (the seed, Health).
  */
-export const healthFeature = sealedIngest({
-  feature: 'health',
-  title: 'Health',
-  label: HEALTH_LABEL,
-  routes: healthRoutes,
-  limits: {
-    devicesPerProfile: HEALTH_LIMITS.devicesPerProfile,
-    // The seed's health bound is 4 MiB (health batches carry up to 6,000 items); location's is 256 KiB.
-    sealedBatchMaxBytes: HEALTH_LIMITS.sealedBatchMaxBytes,
-    uploadsPerMinute: HEALTH_LIMITS.uploadsPerMinute,
-  },
-  store: { schema: HEALTH_SCHEMA, deviceTables: HEALTH_DEVICE_TABLES },
-  parseBatch: parseHealthBatch,
-  storeBatch: storeHealthBatch,
-  summarize: summarizeHealth,
-});
+export const healthFeature: HostFeature = {
+  ...sealedIngest({
+    feature: 'health',
+    title: 'Health',
+    label: HEALTH_LABEL,
+    routes: healthRoutes,
+    limits: {
+      devicesPerProfile: HEALTH_LIMITS.devicesPerProfile,
+      // The seed's health bound is 4 MiB (health batches carry up to 6,000 items); location's is 256 KiB.
+      sealedBatchMaxBytes: HEALTH_LIMITS.sealedBatchMaxBytes,
+      uploadsPerMinute: HEALTH_LIMITS.uploadsPerMinute,
+    },
+    store: { schema: HEALTH_SCHEMA, deviceTables: HEALTH_DEVICE_TABLES },
+    parseBatch: parseHealthBatch,
+    storeBatch: storeHealthBatch,
+    summarize: summarizeHealth,
+  }),
+  tools: [healthTool],
+};
