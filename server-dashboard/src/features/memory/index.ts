@@ -8,6 +8,7 @@ import { profileForRoute, readProfileFiles } from '../../kernel/profile-files.js
 import { limiterKey, perMinute } from '../../kernel/rate-window.js';
 import { clipBlock, voiceQuery } from '../../kernel/voice-text.js';
 import { builtinMemorySnapshot, memorySettings } from './builtin-memory.js';
+import { hermesPython, ProviderBusy, ProviderFailed, ProviderWorkers } from './provider-worker.js';
 
 /** The bounds of this feature (ROUTES.md, Memory). */
 const BOUNDS = {
@@ -21,6 +22,7 @@ const BOUNDS = {
    */
   inFlightPerProfile: 2,
   contextMaxChars: 8000,
+  recallMaxChars: 4000,
   bodyLimitBytes: 16 * 1024,
 } as const;
 
@@ -31,12 +33,9 @@ class MemoryTimedOut extends Error {}
 
 /**
  * Memory (`memory`): what this profile's Hermes remembers, for a voice model. Read only: nothing here
- * writes a memory file or calls a provider's write path.
- *
- * Recall through an external provider (`memory.provider`: Honcho, Mem0, …) is not offered: those
- * providers are Python plugins Hermes loads in its own process, which this service cannot start, so
- * `recall` is false and POST /memory/recall answers `available: false` — the reference's answer for a
- * profile without one.
+ * writes a memory file or calls a provider's write path. The built-in MEMORY.md / USER.md snapshot is
+ * read here; an external provider (`memory.provider`) is reached through recall, run on Hermes' own
+ * Python (provider-worker.ts).
  */
 export const memoryFeature: HostFeature = {
   name: 'memory',
@@ -45,6 +44,12 @@ export const memoryFeature: HostFeature = {
     const contextReads = perMinute(BOUNDS.contextReadsPerMinute, kernel.clock);
     const recalls = perMinute(BOUNDS.recallsPerMinute, kernel.clock);
     const inFlight = new Map<string, number>();
+    const workers = new ProviderWorkers({
+      python: hermesPython(kernel.serviceEnv),
+      now: () => kernel.clock.now(),
+      log: kernel.log,
+    });
+    scope.addHook('onClose', async () => workers.close());
     answerWithDetail(scope, {
       bodyLimitBytes: BOUNDS.bodyLimitBytes,
       failure: (request, type) =>
@@ -89,22 +94,48 @@ export const memoryFeature: HostFeature = {
         const builtinOn = settings.memoryEnabled || settings.userProfileEnabled;
         const context = clipBlock(await builtinMemorySnapshot(profile.home, settings), BOUNDS.contextMaxChars);
         const provider = settings.externalProvider ?? (builtinOn ? 'builtin' : null);
-        const body = context
-          ? { ok: true as const, available: true, provider, recall: false, context }
-          : { ok: true as const, available: false, reason: 'disabled' as const, provider, recall: false, context: '' };
+        // recall is true only once the external provider has started (starting it now if it has not).
+        const recall =
+          settings.externalProvider !== null &&
+          (await workers.started(profile.home, profile.name, settings.externalProvider));
+        const body =
+          context || recall
+            ? { ok: true as const, available: true, provider, recall, context }
+            : { ok: true as const, available: false, reason: 'disabled' as const, provider, recall, context: '' };
         return { status: 200 as const, body, headers: NO_STORE };
       });
     });
 
     bindRoute(scope, postMemoryRecall, async ({ query, body: raw }) => {
       // Resolved all the same: an unknown profile is 503 here too, never the default profile's answer.
-      profileForRoute(kernel.hermesHome, query.profile);
-      voiceQuery(recallBody.parse(readJsonBody(raw)).query);
+      const profile = profileForRoute(kernel.hermesHome, query.profile);
+      const text = voiceQuery(recallBody.parse(readJsonBody(raw)).query);
       if (!recalls.tryTake(limiterKey(query.profile))) {
         throw new DetailError(429, 'Too many memory lookups; try again shortly');
       }
-      // No provider this host can start: not an error, the caller answers from context alone.
-      return { status: 200, body: { ok: true, available: false, results: '' }, headers: NO_STORE };
+      return bounded(profile.name, 'recall', async () => {
+        const files = await readProfileFiles(profile, kernel.serviceEnv);
+        const provider = memorySettings(files.config).externalProvider;
+        let results: string | null = null;
+        try {
+          results = provider && (await workers.recall(profile.home, profile.name, provider, text));
+        } catch (error) {
+          if (error instanceof ProviderBusy) {
+            throw new DetailError(503, 'The memory provider is not responding; try again shortly');
+          }
+          if (error instanceof ProviderFailed) {
+            kernel.log.warn('memory provider recall failed', { profile: profile.name });
+            throw new DetailError(502, 'The memory provider failed; the Hermes log has the details');
+          }
+          throw error;
+        }
+        // No provider (or none that starts): not an error, the caller answers from context alone.
+        const body =
+          results === null
+            ? { ok: true as const, available: false, results: '' }
+            : { ok: true as const, available: true, results: clipBlock(results, BOUNDS.recallMaxChars) };
+        return { status: 200 as const, body, headers: NO_STORE };
+      });
     });
   },
 };
