@@ -1,67 +1,22 @@
-import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/app.js';
-import { hermesPython } from '../../src/features/memory/provider-worker.js';
+import { hermesPython } from '../../src/kernel/hermes-python.js';
 import { ManualTimers } from '../../src/kernel/timers.js';
+import { fakeHermesPython } from '../fixtures/fake-hermes-python.js';
 import { ManualClock, TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';
 import { startHost } from '../support/host.js';
 
-/**
- * Recall through an external memory provider, run on "Hermes' Python": here python3 with a stand-in
- * of Hermes' `plugins.memory` package on its path, faithful to Hermes' provider contract
- * (load_memory_provider(name) → a MemoryProvider with is_available, initialize(session_id, **kwargs),
- * prefetch(query, *, session_id), shutdown). Requires python3: its absence fails this file.
- */
+/** Recall through an external memory provider, run on "Hermes' Python" (fixtures/fake-hermes-python.ts). */
 
 const PREFIX = '/api/plugins/conduit_push';
 const home = tempHermesHome();
 const clock = new ManualClock();
-const fake = path.join(home.root, 'fake-hermes');
-const releaseFifo = path.join(home.root, 'release-hang');
+let release = '';
+let pythonPath = '';
 let host: Host & { url: string };
-
-const PROVIDER_SOURCE = `
-import json, os, time
-
-class FakeProvider:
-    def __init__(self, name):
-        self._name = name
-    @property
-    def name(self):
-        return self._name
-    def is_available(self):
-        if self._name == "flaky":
-            return os.path.exists(os.path.join(os.environ["HERMES_HOME"], "flaky-ready"))
-        return self._name != "offline"
-    def initialize(self, session_id, **kwargs):
-        record = {"session_id": session_id, **kwargs, "key": os.environ.get("FAKE_MEMORY_KEY"),
-                  "service_secret": os.environ.get("SECRET_OF_THE_SERVICE")}
-        with open(os.path.join(kwargs["hermes_home"], "provider-init.json"), "w") as f:
-            json.dump(record, f)
-        if self._name == "broken":
-            raise RuntimeError("secret-ish provider failure text")
-    def prefetch(self, query, *, session_id=""):
-        if query == "boom":
-            raise RuntimeError("provider exploded with sk-should-not-leak")
-        if query == "hang":
-            with open(os.environ["FAKE_RELEASE_FIFO"]) as f:
-                f.read()
-            return "released"
-        if query == "long":
-            return "x" * 5000
-        print("noise a provider printed")
-        return "%s recalled '%s' (session %s)" % (self._name, query, session_id)
-    def shutdown(self):
-        pass
-
-def load_memory_provider(name, *, register_skills=None):
-    if name == "missing":
-        return None
-    return FakeProvider(name)
-`;
 
 function profile(name: string, files: Record<string, string>): string {
   const dir = name === 'default' ? home.root : path.join(home.root, 'profiles', name);
@@ -80,19 +35,9 @@ async function call(route: string, body?: unknown, url = host.url) {
 }
 
 beforeAll(async () => {
-  // The interpreter must exist: a machine without python3 fails here rather than skipping.
-  execFileSync('python3', ['-c', 'import json']);
-  mkdirSync(path.join(fake, 'plugins', 'memory'), { recursive: true });
-  writeFileSync(path.join(fake, 'plugins', '__init__.py'), '');
-  writeFileSync(path.join(fake, 'plugins', 'memory', '__init__.py'), PROVIDER_SOURCE);
-  execFileSync('mkfifo', [releaseFifo]);
-  // "Hermes' Python": a venv interpreter would have Hermes importable; this wrapper puts the stand-in there.
-  const python = path.join(home.root, 'hermes-python');
-  writeFileSync(
-    python,
-    `#!/bin/sh\nPYTHONPATH=${JSON.stringify(fake)} FAKE_RELEASE_FIFO=${JSON.stringify(releaseFifo)} exec python3 "$@"\n`,
-  );
-  chmodSync(python, 0o755);
+  const { python, releaseFifo } = fakeHermesPython(home.root);
+  release = releaseFifo;
+  pythonPath = python;
   profile('honcho', {
     'config.yaml': 'memory:\n  provider: honcho\n',
     '.env': 'FAKE_MEMORY_KEY=from-the-profile\n',
@@ -106,7 +51,7 @@ beforeAll(async () => {
   host = await startHost(
     testConfig(home.root, {
       clock,
-      serviceEnv: { CONDUIT_HERMES_PYTHON: python, SECRET_OF_THE_SERVICE: 'never-in-the-child' },
+      serviceEnv: { CONDUIT_HERMES_PYTHON: pythonPath, SECRET_OF_THE_SERVICE: 'never-in-the-child' },
     }),
   );
 });
@@ -126,18 +71,26 @@ describe('recall through the external provider', () => {
         results: "honcho recalled 'what did I say about deploys?' (session conduit-voice)",
       },
     });
-    const init = JSON.parse(readFileSync(path.join(home.root, 'profiles', 'honcho', 'provider-init.json'), 'utf8'));
-    expect(init).toEqual({
-      session_id: 'conduit-voice',
-      platform: 'conduit_voice',
-      hermes_home: path.join(home.root, 'profiles', 'honcho'),
-      agent_context: 'primary',
-      agent_identity: 'honcho',
-      agent_workspace: 'hermes',
-      key: 'from-the-profile',
-      // The worker's environment is a short allow-list: the service's own secrets never reach it.
-      service_secret: null,
-    });
+    const calls = readFileSync(path.join(home.root, 'profiles', 'honcho', 'hermes-calls.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as unknown);
+    expect(calls).toEqual([
+      {
+        call: 'initialize',
+        session_id: 'conduit-voice',
+        kwargs: {
+          platform: 'conduit_voice',
+          hermes_home: path.join(home.root, 'profiles', 'honcho'),
+          agent_context: 'primary',
+          agent_identity: 'honcho',
+          agent_workspace: 'hermes',
+        },
+        key: 'from-the-profile',
+        // The worker's environment is a short allow-list: the service's own secrets never reach it.
+        service_secret: null,
+      },
+    ]);
     // The context route now says recall works.
     expect((await call('/memory/context?profile=honcho')).body).toMatchObject({ provider: 'honcho', recall: true });
   });
@@ -202,7 +155,7 @@ describe('recall through the external provider', () => {
 describe('a hung provider', () => {
   it('answers 503 at once while one recall hangs, 504 after 10 s, and serves again once it returns', async () => {
     const timers = new ManualTimers();
-    const python = hermesPython({ CONDUIT_HERMES_PYTHON: path.join(home.root, 'hermes-python') });
+    const python = hermesPython({ CONDUIT_HERMES_PYTHON: pythonPath });
     const hung = await startHost(
       testConfig(home.root, { clock, timers, serviceEnv: { CONDUIT_HERMES_PYTHON: python ?? '' } }),
     );
@@ -219,7 +172,7 @@ describe('a hung provider', () => {
       timers.advance(10_000);
       expect(await first).toEqual({ status: 504, body: { detail: 'Memory recall timed out' } });
       // The provider returns: the profile is served again.
-      await writeFile(releaseFifo, 'go');
+      await writeFile(release, 'go');
       await expect
         .poll(async () => (await call('/memory/recall?profile=honcho', { query: 'q' }, hung.url)).status)
         .toBe(200);

@@ -733,6 +733,7 @@ describe('the call-end queue', () => {
   const callOf = (profile: string, sessionId: string, kind: CallEnd['kind'] = 'session'): CallEnd => ({
     kind,
     profile,
+    home: '/nonexistent',
     sessionId,
     title: null,
     engine: 'gemini-live',
@@ -845,11 +846,11 @@ describe('the call-end queue', () => {
     expect(await reports.next()).toBe('chat_1 ended');
   });
 
-  it('reports every end as unsupported, logged once per profile, when Hermes offers no step to run', async () => {
+  it('reports every end as unsupported, logged once per profile, when no Hermes Python runs the steps', async () => {
     const { ends, reports, log } = queue([]);
     ends.enqueue(callOf('default', 's1'));
     ends.enqueue(callOf('default', 's2'));
     expect([await reports.next(), await reports.next()]).toEqual(['s1 unsupported', 's2 unsupported']);
-    expect(log.lines.filter((line) => line.includes('no surface'))).toHaveLength(1);
+    expect(log.lines.filter((line) => line.includes('no Hermes Python found'))).toHaveLength(1);
   });
 });

@@ -8,7 +8,8 @@ import { profileForRoute, readProfileFiles } from '../../kernel/profile-files.js
 import { limiterKey, perMinute } from '../../kernel/rate-window.js';
 import { clipBlock, voiceQuery } from '../../kernel/voice-text.js';
 import { builtinMemorySnapshot, memorySettings } from './builtin-memory.js';
-import { hermesPython, ProviderBusy, ProviderFailed, ProviderWorkers } from './provider-worker.js';
+import { hermesPython } from '../../kernel/hermes-python.js';
+import { ProviderBusy, ProviderFailed, ProviderWorkers } from './provider-worker.js';
 
 /** The bounds of this feature (ROUTES.md, Memory). */
 const BOUNDS = {

@@ -1,10 +1,9 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import { accessSync, constants, openSync, readSync, closeSync } from 'node:fs';
-import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import type { Logger } from '../../log.js';
+import { childEnvironment } from '../../kernel/hermes-python.js';
 
 /**
  * Recall through the profile's external memory provider (`memory.provider`: Honcho, Mem0, Hindsight,
@@ -69,46 +68,6 @@ const MAX_LINE_CHARS = 1024 * 1024;
 
 export class ProviderFailed extends Error {}
 export class ProviderBusy extends Error {}
-
-/**
- * Hermes' Python: `CONDUIT_HERMES_PYTHON`, else the interpreter of the `hermes` command on PATH (its
- * `#!` line, as pip and uv write it). Null when neither exists: recall is then not offered.
- */
-export function hermesPython(env: Readonly<Record<string, string | undefined>>): string | null {
-  const configured = env.CONDUIT_HERMES_PYTHON?.trim();
-  if (configured) return configured;
-  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, 'hermes');
-    try {
-      accessSync(candidate, constants.X_OK);
-    } catch {
-      continue;
-    }
-    const interpreter = shebangOf(candidate);
-    if (interpreter) return interpreter;
-  }
-  return null;
-}
-
-/** The absolute interpreter of a script's `#!` line (`#!/usr/bin/env python3` is not Hermes' own venv). */
-function shebangOf(file: string): string | null {
-  const buffer = Buffer.alloc(512);
-  let length = 0;
-  try {
-    const fd = openSync(file, 'r');
-    try {
-      length = readSync(fd, buffer, 0, buffer.length, 0);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return null;
-  }
-  const first = buffer.subarray(0, length).toString('utf8').split('\n', 1)[0] ?? '';
-  const match = /^#!\s*(\/\S+python[0-9.]*)\s*$/.exec(first);
-  return match?.[1] ?? null;
-}
 
 type WorkerChild = ChildProcessByStdio<Writable, Readable, null>;
 
@@ -190,11 +149,7 @@ export class ProviderWorkers {
   private start(python: string, home: string, profile: string, provider: string): Worker {
     // Only what Python and the provider need: never this service's tokens or keys. The provider reads
     // its own keys from the profile's .env, as Hermes does.
-    const env: Record<string, string> = { HERMES_HOME: home, PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1' };
-    for (const name of ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ']) {
-      const value = process.env[name];
-      if (value !== undefined) env[name] = value;
-    }
+    const env = childEnvironment(home);
     const child = spawn(python, ['-c', WORKER_SOURCE, home, profile, provider], {
       cwd: home,
       env,

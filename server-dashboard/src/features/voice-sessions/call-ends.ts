@@ -11,11 +11,9 @@ import type { VoiceEngine } from './voice-requests.js';
  * 3. `on_session_finalize` through Hermes' `finalize_session`.
  * A call kept with a chat runs only the memory step under the chat's session: the chat goes on.
  *
- * The steps are Hermes' in-process Python APIs (plugin hooks, `MemoryManager`, `hermes_cli.lifecycle`).
- * This service runs outside Hermes, and no surface Hermes offers to another process (API server,
- * dashboard REST and WebSocket, hooks; spec/hermes/SURFACES.md §1–3) runs them for a session written
- * into its store, so the service ships with no steps: each end is logged as not run. A step that Hermes
- * later exposes plugs in as a CallEndStep, and the queue's bounds below hold for it.
+ * The steps are Hermes' in-process Python APIs (plugin hooks, `MemoryManager`, `hermes_cli.lifecycle`),
+ * so hermes-call-end.ts runs them with Hermes' own code on Hermes' Python. On a machine without Hermes'
+ * Python there are no steps and each end is logged as not run; the queue's bounds below hold either way.
  */
 
 export interface CallEndTurn {
@@ -28,6 +26,8 @@ export interface CallEnd {
   /** `session`: a saved voice-call session; `chat`: a call kept with a chat (memory only). */
   kind: 'session' | 'chat';
   profile: string;
+  /** The profile's Hermes home. */
+  home: string;
   /** The saved session, or the chat's session for a chat call. */
   sessionId: string;
   title: string | null;
@@ -101,7 +101,7 @@ export class CallEndQueue {
       if (!this.toldUnsupported.has(call.profile)) {
         this.toldUnsupported.add(call.profile);
         this.options.log.warn(
-          "saved voice calls end without Hermes' session-end hooks and memory: Hermes offers no surface to run them from outside its process",
+          "saved voice calls end without Hermes' session-end hooks and memory: no Hermes Python found (set CONDUIT_HERMES_PYTHON)",
           { profile: call.profile },
         );
       }

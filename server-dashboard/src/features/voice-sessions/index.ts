@@ -15,6 +15,8 @@ import type { HostFeature } from '../../kernel/feature.js';
 import { profileForRoute } from '../../kernel/profile-files.js';
 import { perMinute } from '../../kernel/rate-window.js';
 import { CallEndQueue, type CallEndReport, type CallEndStep } from './call-ends.js';
+import { hermesCallEndSteps } from './hermes-call-end.js';
+import { hermesPython } from '../../kernel/hermes-python.js';
 import {
   CompressionSessionBusyError,
   CompressionSessionClosedError,
@@ -59,8 +61,8 @@ export interface VoiceSessionsOptions {
   /** Store timings (default STORE_CALL_BOUNDS: 20 s per request). */
   store?: Partial<StoreCallBounds>;
   /**
-   * Hermes' steps of a saved call's end (call-ends.ts). None by default: Hermes offers no surface that
-   * runs them from outside its process.
+   * Hermes' steps of a saved call's end (call-ends.ts). By default Hermes' own code runs them on Hermes'
+   * Python (hermes-call-end.ts); none when this machine has no Hermes Python.
    */
   callEndSteps?: readonly CallEndStep[];
   /** Told how each call's end finished. */
@@ -125,8 +127,15 @@ export function createVoiceSessionsFeature(options: VoiceSessionsOptions = {}): 
       const writes = perMinute(BOUNDS.writesPerMinute, kernel.clock);
       const reads = perMinute(BOUNDS.readsPerMinute, kernel.clock);
       const store = new StoreCalls(kernel.timers, { ...STORE_CALL_BOUNDS, ...options.store }, options.random);
+      const python = options.callEndSteps ? null : hermesPython(kernel.serviceEnv);
       const ends = new CallEndQueue({
-        steps: options.callEndSteps ?? [],
+        steps:
+          options.callEndSteps ??
+          (python
+            ? hermesCallEndSteps(python, kernel.serviceEnv, (call, step, outcome) =>
+                kernel.log.info('voice call end step', { profile: call.profile, step, outcome }),
+              )
+            : []),
         timers: kernel.timers,
         log: kernel.log,
         ...(options.onCallEnd ? { onReport: options.onCallEnd } : {}),
@@ -164,7 +173,12 @@ export function createVoiceSessionsFeature(options: VoiceSessionsOptions = {}): 
       bindRoute(scope, postVoiceSession, async ({ query, body: raw }) => {
         const profile = profileForRoute(kernel.hermesHome, query.profile);
         const request = validSave(objectBody(raw));
-        const context = { nowS: nowS(), newSessionId: () => newSessionId(kernel.clock.now()), profile: profile.name };
+        const context = {
+          nowS: nowS(),
+          newSessionId: () => newSessionId(kernel.clock.now()),
+          profile: profile.name,
+          home: profile.home,
+        };
         const chatId = request.chatId;
         const saved = settled(
           await timed(
@@ -251,5 +265,5 @@ function tagFields(tag: { parent_id?: string; parent_title?: string }) {
   };
 }
 
-/** The feature as the host registers it: Hermes' timings, no call-end steps (see call-ends.ts). */
+/** The feature as the host registers it: Hermes' timings, its call-end steps on Hermes' Python. */
 export const voiceSessionsFeature: HostFeature = createVoiceSessionsFeature();

@@ -59,6 +59,8 @@ export interface SaveContext {
   /** A new session id (`hermes_state_ids.new_session_id()`'s format). */
   newSessionId: () => string;
   profile: string;
+  /** The profile's Hermes home (where its call's end runs). */
+  home: string;
 }
 
 export interface SaveResult {
@@ -182,7 +184,15 @@ export function saveVoiceCall(db: HermesStateDb, request: SaveRequest, context: 
   };
   const end: CallEnd | null =
     fresh.length > 0
-      ? { kind: 'session', profile: context.profile, sessionId, title, engine, turns: endTurns(fresh) }
+      ? {
+          kind: 'session',
+          profile: context.profile,
+          home: context.home,
+          sessionId,
+          title,
+          engine,
+          turns: endTurns(fresh),
+        }
       : null;
   return { ok: true, value: { answer, end } };
 }
@@ -234,7 +244,15 @@ export function saveChatCall(
   };
   const end: CallEnd | null =
     fresh.length > 0
-      ? { kind: 'chat', profile: context.profile, sessionId: chatId, title: chat.title, engine, turns: endTurns(fresh) }
+      ? {
+          kind: 'chat',
+          profile: context.profile,
+          home: context.home,
+          sessionId: chatId,
+          title: chat.title,
+          engine,
+          turns: endTurns(fresh),
+        }
       : null;
   return { ok: true, value: { answer, end } };
 }
