@@ -650,6 +650,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/voice-tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The phone-data tools a voice mode may offer for this device
+         * @description Each tool whose data this device shares with the profile under a current key, with Hermes’ description and parameters (minus `device`: a voice read covers only the asking phone). Whether a voice mode may read it is the user’s switch in Conduit; the host’s boundary is the seal of each call.
+         */
+        get: operations["getVoiceTools"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/voice-tools/call": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run one sealed voice read for the asking device
+         * @description The body is a `sealedVoiceCall` the phone sealed with the tool’s feature key (`voice device-to-host`); the answer is the same envelope sealed for that device alone (`voice host-to-device`) around `{call_id, result}`, where result is what the Hermes tool answers (`{"ok": false, "error"}` included). Read actions only; each read is logged in the feature’s reads log under the voice mode’s name.
+         */
+        post: operations["postVoiceToolCall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/plugins/conduit_push/voice/chat-calls": {
         parameters: {
             query?: never;
@@ -5522,6 +5562,259 @@ export interface operations {
                 content: {
                     "application/json": {
                         detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getVoiceTools: {
+        parameters: {
+            query?: {
+                device_id?: string;
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tools, in a stable order; empty without a device_id. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        device_id: string | null;
+                        /** @constant */
+                        ok: true;
+                        tools: {
+                            description: string;
+                            /** @enum {string} */
+                            key: "health" | "location" | "phone";
+                            name: string;
+                            parameters: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description device_id is refused by its pattern. */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postVoiceToolCall: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    call_id: string;
+                    ct: string;
+                    device_id: string;
+                    kid: string;
+                    nonce: string;
+                    tool: string;
+                    /** @constant */
+                    v: 1;
+                };
+            };
+        };
+        responses: {
+            /** @description The sealed answer. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        call_id: string;
+                        ct: string;
+                        device_id: string;
+                        kid: string;
+                        nonce: string;
+                        tool: string;
+                        /** @constant */
+                        v: 1;
+                    };
+                };
+            };
+            /** @description The envelope is refused (its field), the call does not open with this device key (tampered, another tool or call id), what is inside the seal is invalid, or the arguments ask for an action a voice read does not offer. */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description No voice tool of this name is served here. */
+            404: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The device id or kid has no key for this tool’s feature here (never agreed, wiped or replaced). */
+            412: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 60 voice reads a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
                     };
                 };
             };

@@ -49,6 +49,7 @@ describe('GET /api/plugins/conduit_push/capabilities', () => {
       'room-images',
       'artifacts',
       'health',
+      'voice-tools',
       'cron-notifications',
       'reply-sources',
       'approval-answers',

@@ -28,6 +28,7 @@ import {
 import { postSessionTakeover, getDesktopViews } from './sessions.js';
 import { getArtifacts } from './artifacts.js';
 import { postHealthKey, postHealthIngest, getHealthStatus, postHealthWipe } from './health.js';
+import { getVoiceTools, postVoiceToolCall } from './voice-tools.js';
 import { postRoomFile, getRoomImages, getRoomImage, putRoomImage, deleteRoomImage } from './rooms.js';
 import {
   postVoiceSession,
@@ -60,6 +61,7 @@ export { getLocalLiveStatus, rotateLocalLiveKey, postLocalLiveChatCompletions, p
 export { postVoiceSession, getVoiceChatCalls, getVoiceTags, postVoiceTag, getVoiceSummary, postVoiceSummary };
 export { postSessionTakeover, getDesktopViews };
 export { postHealthKey, postHealthIngest, getHealthStatus, postHealthWipe };
+export { getVoiceTools, postVoiceToolCall };
 export { getArtifacts, postRoomFile, getRoomImages, getRoomImage, putRoomImage, deleteRoomImage };
 export { getCalls, putCalls, postCallWatch, putCallWatch, deleteCallWatch, putCallPresence, postCallOutcome };
 
@@ -122,5 +124,7 @@ export const dashboardSurface = {
     postHealthIngest,
     getHealthStatus,
     postHealthWipe,
+    getVoiceTools,
+    postVoiceToolCall,
   },
 } satisfies Surface;

@@ -10,7 +10,9 @@ import { MCP_PATH, MCP_SERVER_NAME } from '../mcp/mcp-endpoint.js';
 import { readOrCreateMcpToken } from '../mcp/mcp-token.js';
 import { BRIDGE_SCRIPT_NAMES, chooseHookRunner, type HookRunner } from './bridge-script.js';
 import { BRIDGED_HOOKS } from './hook-payload.js';
-import { installCallingSkill, removeCallingSkill } from '../features/calls/calling-skill.js';
+import { callingSkill } from '../features/calls/calling-skill.js';
+import { readingHealthSkill } from '../features/health/reading-health-skill.js';
+import { installSkill, removeSkill, type ConduitSkill } from '../kernel/hermes-skills.js';
 import {
   applyCliShimEnablement,
   cliShimDir,
@@ -25,6 +27,13 @@ import {
 function isOurCommand(command: string): boolean {
   return BRIDGE_SCRIPT_NAMES.some((name) => command.includes(name));
 }
+
+/**
+ * The skills the conduit tools' descriptions point to, installed with the hooks. Each is installed
+ * whether or not its tool is offered yet (conduit_health shows only once a phone syncs), so the skill
+ * is there the moment the tool is.
+ */
+export const CONDUIT_SKILLS: readonly ConduitSkill[] = [callingSkill, readingHealthSkill];
 
 /** Hermes' maximum shell-hook timeout; a held clarify call needs all of it. */
 const HELD_TIMEOUT_S = 300;
@@ -211,9 +220,10 @@ export async function setupHermes(options: SetupOptions): Promise<{ configFile: 
   let changed = doc.toString() !== before;
   if (changed) await writeFileAtomic(configFile, doc.toString());
   await applyConsent(options);
-  // The skill conduit_call_user's description points to.
-  if (options.remove) await removeCallingSkill(options.profileHome);
-  else changed = (await installCallingSkill(options.profileHome)) === 'installed' || changed;
+  for (const skill of CONDUIT_SKILLS) {
+    if (options.remove) await removeSkill(options.profileHome, skill.name);
+    else changed = (await installSkill(options.profileHome, skill)) === 'installed' || changed;
+  }
   // The plugin behind `hermes conduit-push …`.
   if (options.remove) await removeCliShim(options.profileHome);
   else {

@@ -11,6 +11,7 @@ import { roomFilesFeature, roomImagesFeature } from './rooms/index.js';
 import { desktopViewsFeature, sessionTakeoverFeature } from './sessions/index.js';
 import { speechServerFeature } from './speech-server/index.js';
 import { voiceSessionsFeature } from './voice-sessions/index.js';
+import { voiceToolsFeature } from './voice-tools/index.js';
 import { webSearchFeature } from './web-search/index.js';
 
 /**
@@ -33,4 +34,5 @@ export const HOST_FEATURES: readonly HostFeature[] = [
   roomImagesFeature,
   artifactsFeature,
   healthFeature,
+  voiceToolsFeature(),
 ];

@@ -7,6 +7,7 @@ import { hermesMtime, mcpUrl, run, setupHermes, type SetupOptions } from '../../
 import { BRIDGED_HOOKS } from '../../src/bridge/hook-payload.js';
 import { readOrCreateMcpToken } from '../../src/mcp/mcp-token.js';
 import { callingSkillPath } from '../../src/features/calls/calling-skill.js';
+import { skillPath } from '../../src/kernel/hermes-skills.js';
 import { tempHermesHome } from '../support/config.js';
 
 const SH_RUNNER = hookRunner('sh', '/bin/sh');
@@ -122,6 +123,30 @@ describe('conduit setup-hermes', () => {
     await setupHermes(options);
     await setupHermes({ ...options, remove: true });
     expect(readFileSync(skill, 'utf8')).toContain('My own rules.');
+  });
+
+  it('installs the reading-health-data skill conduit_health goes with (0600) beside calling-the-user, and --remove takes both out', async () => {
+    const skill = skillPath(options.profileHome, 'reading-health-data');
+    await setupHermes(options);
+    const text = readFileSync(skill, 'utf8');
+    expect(text).toMatch(/^---\nname: reading-health-data\ndescription: .+\n---\n/);
+    for (const rule of ['conduit_health', 'overview', '92 days', 'UTC', 'read-only', "It's the user's data"]) {
+      expect(text).toContain(rule);
+    }
+    expect(statSync(skill).mode & 0o777).toBe(0o600);
+    expect(existsSync(callingSkillPath(options.profileHome))).toBe(true);
+    // A user's own skill under the name is never overwritten nor removed; ours beside it still is.
+    await setupHermes({ ...options, remove: true });
+    expect(existsSync(skill)).toBe(false);
+    expect(existsSync(path.join(options.profileHome, 'skills', 'conduit'))).toBe(false);
+    mkdirSync(path.dirname(skill), { recursive: true });
+    writeFileSync(skill, '---\nname: reading-health-data\n---\nMine.\n');
+    await setupHermes(options);
+    expect(readFileSync(skill, 'utf8')).toBe('---\nname: reading-health-data\n---\nMine.\n');
+    expect(existsSync(callingSkillPath(options.profileHome))).toBe(true);
+    await setupHermes({ ...options, remove: true });
+    expect(readFileSync(skill, 'utf8')).toContain('Mine.');
+    expect(existsSync(callingSkillPath(options.profileHome))).toBe(false);
   });
 
   it('records an mtime exactly as Python prints it (microseconds, or none when whole)', () => {

@@ -1,6 +1,4 @@
-import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
-import path from 'node:path';
-import { writeFileAtomic } from '../../credentials/atomic-write.js';
+import { SKILL_MARKER, skillPath, type ConduitSkill } from '../../kernel/hermes-skills.js';
 
 /**
  * The calling-the-user skill `conduit setup-hermes` installs in the profile's skills folder, which
@@ -9,14 +7,11 @@ import { writeFileAtomic } from '../../credentials/atomic-write.js';
  */
 export const CALLING_SKILL_NAME = 'calling-the-user';
 
-/** Marks the file as ours, so `--remove` never deletes a skill the user wrote under the same name. */
-const MARKER = '<!-- installed by conduit setup-hermes; rewritten on each run -->';
-
 export const CALLING_SKILL = `---
 name: ${CALLING_SKILL_NAME}
 description: When and how to phone the user through the Conduit app with conduit_call_user and call watches (conduit_call_watch), and what their answers mean.
 ---
-${MARKER}
+${SKILL_MARKER}
 
 # Calling the user
 
@@ -72,28 +67,8 @@ describes. It changes and adds watches to match; the ones the note no longer men
 \`not_in_note\`. Ask the user about those before removing one with \`remove: true\` and its \`id\`.
 `;
 
+export const callingSkill: ConduitSkill = { name: CALLING_SKILL_NAME, text: CALLING_SKILL };
+
 export function callingSkillPath(profileHome: string): string {
-  return path.join(profileHome, 'skills', 'conduit', CALLING_SKILL_NAME, 'SKILL.md');
-}
-
-/** Writes the skill (0600 in 0700 folders); a user's own SKILL.md at that path is left alone. */
-export async function installCallingSkill(profileHome: string): Promise<'installed' | 'unchanged' | 'foreign'> {
-  const file = callingSkillPath(profileHome);
-  const current = await readFile(file, 'utf8').catch(() => null);
-  if (current === CALLING_SKILL) return 'unchanged';
-  if (current !== null && !current.includes(MARKER)) return 'foreign';
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  await writeFileAtomic(file, CALLING_SKILL);
-  return 'installed';
-}
-
-/** Removes the skill when it is ours, and its folders when they are left empty. */
-export async function removeCallingSkill(profileHome: string): Promise<void> {
-  const file = callingSkillPath(profileHome);
-  const current = await readFile(file, 'utf8').catch(() => null);
-  if (current === null || !current.includes(MARKER)) return;
-  await rm(file, { force: true });
-  for (const dir of [path.dirname(file), path.dirname(path.dirname(file))]) {
-    await rmdir(dir).catch(() => undefined); // only when empty
-  }
+  return skillPath(profileHome, CALLING_SKILL_NAME);
 }

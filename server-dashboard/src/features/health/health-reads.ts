@@ -143,7 +143,11 @@ export function readHealth(home: string, rawArgs: unknown, context: HealthReadCo
             n: number;
           }
         ).n;
-        const devices = store.devices().map((row) => ({ device_id: row.device_id, last_batch_at: row.last_batch_at }));
+        // A voice read sees only the asking device, never which other devices share with the profile.
+        const devices = store
+          .devices()
+          .filter((row) => context.onlyDevice === undefined || row.device_id === context.onlyDevice)
+          .map((row) => ({ device_id: row.device_id, last_batch_at: row.last_batch_at }));
         return { ...base, devices, latest_daily: latest, last_night: lastNight ?? null, workouts };
       }
     }
