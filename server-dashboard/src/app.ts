@@ -45,6 +45,8 @@ import { HOST_FEATURES } from './features/index.js';
 import { HostActivity } from './kernel/activity.js';
 import { conduitFirstLine } from './features/phone-data/conduit-first.js';
 import { selfRestartRoute, type SelfRestarter } from './routes/self-restart.js';
+import { installRoot, SelfUpdater, selfUpdateRoute } from './routes/self-update.js';
+import { postPluginUpdate } from '@conduit/contracts/dashboard/capabilities';
 import type { FeatureKernel, HostFeature } from './kernel/feature.js';
 import { systemTimers } from './kernel/timers.js';
 import { CALL_SWEEP_MS, CallDispatcher } from './features/calls/call-dispatch.js';
@@ -74,6 +76,8 @@ export interface HostDeps {
   features: readonly HostFeature[];
   /** How this process restarts itself (routes/self-restart.ts); null: POST /self/restart answers 501. */
   restarter: SelfRestarter | null;
+  /** Brings this service's checkout up to date for the app's Update plugin (routes/self-update.ts). */
+  updater: SelfUpdater;
 }
 
 export interface Host {
@@ -113,6 +117,7 @@ function isOurs(url: string | undefined): boolean {
     pathname === HOOK_PATH ||
     pathname === MCP_PATH ||
     pathname === METRICS_PATH ||
+    pathname === postPluginUpdate.path ||
     pathname.startsWith(`${HOST_CONTROL_PREFIX}/`)
   );
 }
@@ -210,6 +215,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     sleep: overrides.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
     features: overrides.features ?? HOST_FEATURES,
     restarter: overrides.restarter ?? null,
+    updater: overrides.updater ?? new SelfUpdater({ root: installRoot() }),
     hermes:
       overrides.hermes !== undefined
         ? overrides.hermes
@@ -366,6 +372,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
       identity: { version: config.loadedVersion, capabilities: [...PLUGIN_CAPABILITIES] },
     });
     selfRestartRoute(plugin, { config, bootId, activity, restarter: deps.restarter, log });
+    selfUpdateRoute(plugin, { updater: deps.updater, log });
     // Each feature is its own encapsulated plugin: its body parsing and error shape stay its own.
     for (const feature of deps.features) await plugin.register(async (scope) => feature.register(scope, kernel));
   });

@@ -62,3 +62,37 @@ export const postSelfRestart = defineRoute({
     503: detailUnavailable('The dashboard could not confirm the caller.'),
   },
 });
+
+/** What Hermes' own plugin update answers (`hermes_cli.plugins_cmd.dashboard_update_user_plugin`). */
+export const pluginUpdateResponse = z.object({
+  ok: z.literal(true),
+  name: z.literal('conduit_push'),
+  /** What the update did, in a few lines (git's own summary; no credential, no path outside the checkout). */
+  output: z.string(),
+  /** True when the checkout was already up to date: nothing was built, no restart is needed. */
+  unchanged: z.boolean(),
+});
+
+/**
+ * Hermes' plugin-update route for this service's plugin name. Hermes would `git pull` its plugin folder,
+ * which for this service holds only the CLI shim, so the host answers it itself: it brings this
+ * service's own checkout up to date (`git pull --ff-only`, then `npm ci` and `npm run build`), answering
+ * as Hermes does. The app then restarts the gateway and calls `POST /self/restart`.
+ */
+export const postPluginUpdate = defineRoute({
+  method: 'POST',
+  path: '/api/dashboard/agent-plugins/conduit_push/update',
+  operationId: 'postPluginUpdate',
+  summary: "Update the host service's code (the app's Update plugin)",
+  tags: ['plugin'],
+  auth: 'bearer',
+  responses: {
+    200: noStoreAnswer('The update ran (or there was nothing to pull).', pluginUpdateResponse),
+    400: detailAnswer(
+      'The update could not run: not a git checkout, the pull was refused (local changes, diverged), or the build failed.',
+    ),
+    401: unauthorized,
+    409: detailAnswer('An update is already running.'),
+    503: detailUnavailable('The dashboard could not confirm the caller.'),
+  },
+});

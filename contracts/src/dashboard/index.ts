@@ -1,5 +1,5 @@
 import type { Surface } from '../route.js';
-import { getCapabilities, capabilitiesResponse, postSelfRestart } from './capabilities.js';
+import { getCapabilities, capabilitiesResponse, postPluginUpdate, postSelfRestart } from './capabilities.js';
 
 import {
   getCronNotifications,
@@ -48,7 +48,7 @@ import {
   postCallOutcome,
 } from './calls.js';
 
-export { getCapabilities, capabilitiesResponse, postSelfRestart };
+export { getCapabilities, capabilitiesResponse, postPluginUpdate, postSelfRestart };
 export { respondApproval };
 export { getCronNotifications, putCronNotifications, getReplySources, putReplySources };
 export { postPair, getE2e, postE2e };
@@ -74,6 +74,7 @@ export const dashboardSurface = {
   routes: {
     getCapabilities,
     postSelfRestart,
+    postPluginUpdate,
     getCronNotifications,
     putCronNotifications,
     getReplySources,
