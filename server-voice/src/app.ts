@@ -29,6 +29,11 @@ export interface GatewayOverrides {
   logger?: Logger;
   nowMs?: () => number;
   delay?: (ms: number) => Promise<void>;
+  /**
+   * How long a client function call may wait for its output (default 30 s, the contract's deadline). Tests and
+   * the tool latency probe shorten it to see the real deadline fire without waiting half a minute.
+   */
+  toolTimeoutMs?: number;
 }
 
 declare module 'fastify' {
@@ -81,6 +86,7 @@ export async function buildApp(config: VoiceConfig, overrides: GatewayOverrides 
     logger,
     randomHex: (bytes) => randomBytes(bytes).toString('hex'),
     delay: overrides.delay ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    ...(overrides.toolTimeoutMs === undefined ? {} : { toolTimeoutMs: overrides.toolTimeoutMs }),
   };
   app.decorate('voiceCalls', registry);
   corsOnEveryAnswer(app);

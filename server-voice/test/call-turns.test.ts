@@ -67,6 +67,40 @@ describe.each(['inline', 'process'] as const)('spoken turns on a call (%s media 
     }
   });
 
+  it('the endpoint log line says the backend, the observed silence, the target and the learned noise RMS', async () => {
+    const client = await RealtimeClient.connect({ baseUrl: url, apiKey: KEY });
+    try {
+      await client.speak(toneSpeech(0.8, 0.5));
+      await client.waitForType('input_audio_buffer.speech_stopped', { timeoutMs: 10_000 });
+      const line = logger.lines
+        .map((text) => JSON.parse(text) as Record<string, unknown>)
+        .find((entry) => entry.event === 'endpoint' && entry.call_id === client.callId);
+      expect(line).toMatchObject({ backend: 'rms', silence_duration_ms: 500 });
+      // Endpointed on the first received frame at or past the target (frames arrive every ~20 ms).
+      expect(line?.observed_silence_ms).toBeGreaterThanOrEqual(500);
+      expect(line?.observed_silence_ms).toBeLessThan(700);
+      // The client sends digital silence between words, so the room it learned is (near) silent.
+      expect(typeof line?.noise_rms).toBe('number');
+      expect(line?.noise_rms).toBeLessThan(50);
+      // Levels and timings only: no audio, no transcript.
+      expect(Object.keys(line ?? {}).sort()).toEqual(
+        [
+          'at_ms',
+          'backend',
+          'call_id',
+          'event',
+          'level',
+          'noise_rms',
+          'observed_silence_ms',
+          'silence_duration_ms',
+          'time',
+        ].sort(),
+      );
+    } finally {
+      await client.close();
+    }
+  });
+
   it('mute ignores the microphone; unmute recalibrates and listens again', async () => {
     const client = await RealtimeClient.connect({ baseUrl: url, apiKey: KEY });
     try {

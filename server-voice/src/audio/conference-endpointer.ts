@@ -178,7 +178,13 @@ export class PolledEndpointer {
     if (end < MIN_SPEECH_SAMPLES) {
       this.discardPrefetch(nowUs, events);
       this.reset();
-      if (wasSpeaking) events.push({ type: 'speech_stopped', atUs: nowUs });
+      if (wasSpeaking)
+        events.push({
+          type: 'speech_stopped',
+          atUs: nowUs,
+          observedSilenceUs: nowUs - this.lastAudioAtUs,
+          noiseRms: this.gate.noiseRms,
+        });
       return;
     }
     const pcm = this.buffer.slice(0, end);

@@ -214,7 +214,12 @@ export class DirectEndpointer {
     this.buffer.clear();
     this.speakingNow = false;
     this.prefetchMarkerUs = null;
-    events.push({ type: 'speech_stopped', atUs: nowUs });
+    events.push({
+      type: 'speech_stopped',
+      atUs: nowUs,
+      observedSilenceUs: nowUs - lastSpeechAtUs,
+      noiseRms: this.gate.noiseRms,
+    });
     if (pcm.length < MIN_SPEECH_SAMPLES) return;
     // Only a kept utterance gets its converted copy; a too-short one is dropped unconverted.
     const converted =

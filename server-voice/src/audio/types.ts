@@ -90,8 +90,13 @@ export type EndpointEvent =
    * pre-roll), assuming contiguous audio ending at `atUs`.
    */
   | { type: 'speech_started'; atUs: number; audioStartUs: number }
-  /** The utterance ended (silence reached `silenceDurationUs`, mute, or track end). Direct transport only. */
-  | { type: 'speech_stopped'; atUs: number }
+  /**
+   * The utterance ended (silence reached `silenceDurationUs`, mute, commit or track end). `observedSilenceUs` is
+   * the time since the last positive speech decision (the timer the silence target is compared with), and
+   * `noiseRms` the gate's learned background level at that moment: the endpoint log reports both, so a
+   * room can be tuned without recording it.
+   */
+  | { type: 'speech_stopped'; atUs: number; observedSilenceUs: number; noiseRms: number | null }
   /**
    * A complete utterance (pre-roll included) long enough to transcribe. `lastSpeechAtUs` is the prefetch
    * marker; `quietThresholdRms` is the stop threshold used to judge whether a prefetched transcript may be

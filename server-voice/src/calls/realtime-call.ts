@@ -39,6 +39,8 @@ export interface CallServices {
   logger: Logger;
   randomHex: (bytes: number) => string;
   delay: (ms: number) => Promise<void>;
+  /** How long a client function call may wait for its output (the protocol's 30 s when absent). */
+  toolTimeoutMs?: number;
 }
 
 export interface CallSession {
@@ -129,6 +131,7 @@ export class RealtimeCall {
       toolChoice: session.toolChoice,
       nowMs: clock.now,
       randomHex: services.randomHex,
+      ...(services.toolTimeoutMs === undefined ? {} : { toolTimeoutMs: services.toolTimeoutMs }),
     });
     // Replies are framed and encoded at the speech provider's rate when libopus takes it (no resampling).
     this.encoder = new OpusEncoder({ sampleRateHz: outboundRateFor(services.tts.sampleRateHz) });
@@ -284,7 +287,15 @@ export class RealtimeCall {
           this.lastEndpointAtMs = this.services.clock.now();
           this.stages.clear();
           this.lastInputItem = this.protocol.speechStopped(event.atUs / 1000);
-          this.services.logger.info('endpoint', { call_id: this.id, at_ms: Math.round(event.atUs / 1000) });
+          // Timings and levels only (never audio): what a room's silence target is tuned from (AUDIO.md §4).
+          this.services.logger.info('endpoint', {
+            call_id: this.id,
+            at_ms: Math.round(event.atUs / 1000),
+            backend: this.services.detectorFactory.backend,
+            observed_silence_ms: Math.round(event.observedSilenceUs / 1000),
+            silence_duration_ms: Math.round(this.services.endpointSettings.silenceDurationUs / 1000),
+            noise_rms: event.noiseRms === null ? null : Math.round(event.noiseRms * 10) / 10,
+          });
           break;
         case 'utterance': {
           const itemId = this.lastInputItem;

@@ -90,6 +90,19 @@ describe('DirectEndpointer', () => {
     expect(started).toEqual({ type: 'speech_started', atUs: 820_000, audioStartUs: 820_000 - 520_000 });
   });
 
+  it('speech_stopped carries the observed silence since the last speech decision and the learned noise RMS', () => {
+    const driver = calibratedDriver();
+    driver.feed(800, 30); // speech until 600 ms
+    const stopped = driver.feed(50, 40).find((event) => event.type === 'speech_stopped');
+    // 35 quiet frames reach the 700 ms target at 1 300 ms; the gate learned the 50-level room.
+    expect(stopped).toEqual({ type: 'speech_stopped', atUs: 1_300_000, observedSilenceUs: 700_000, noiseRms: 50 });
+    // A mute ends the next utterance early: the silence it reports is what was actually observed.
+    driver.feed(800, 30);
+    driver.feed(50, 5);
+    const [muted] = driver.endpointer.mute(driver.nowUs);
+    expect(muted).toMatchObject({ type: 'speech_stopped', observedSilenceUs: 100_000 });
+  });
+
   it('asks for one speculative transcription per pause, at asr_prefetch_silence', () => {
     const driver = calibratedDriver({ asrPrefetchSilenceUs: 300_000 });
     driver.feed(800, 10); // speech until 200 ms
