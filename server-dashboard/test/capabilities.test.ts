@@ -49,6 +49,7 @@ describe('GET /api/plugins/conduit_push/capabilities', () => {
       'room-images',
       'artifacts',
       'health',
+      'location',
       'voice-tools',
       'cron-notifications',
       'reply-sources',

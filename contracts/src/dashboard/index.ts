@@ -29,6 +29,13 @@ import { postSessionTakeover, getDesktopViews } from './sessions.js';
 import { getArtifacts } from './artifacts.js';
 import { postHealthKey, postHealthIngest, getHealthStatus, postHealthWipe } from './health.js';
 import { getVoiceTools, postVoiceToolCall } from './voice-tools.js';
+import {
+  getLocationReads,
+  getLocationStatus,
+  postLocationIngest,
+  postLocationKey,
+  postLocationWipe,
+} from './location.js';
 import { postRoomFile, getRoomImages, getRoomImage, putRoomImage, deleteRoomImage } from './rooms.js';
 import {
   postVoiceSession,
@@ -62,6 +69,7 @@ export { postVoiceSession, getVoiceChatCalls, getVoiceTags, postVoiceTag, getVoi
 export { postSessionTakeover, getDesktopViews };
 export { postHealthKey, postHealthIngest, getHealthStatus, postHealthWipe };
 export { getVoiceTools, postVoiceToolCall };
+export { getLocationReads, getLocationStatus, postLocationIngest, postLocationKey, postLocationWipe };
 export { getArtifacts, postRoomFile, getRoomImages, getRoomImage, putRoomImage, deleteRoomImage };
 export { getCalls, putCalls, postCallWatch, putCallWatch, deleteCallWatch, putCallPresence, postCallOutcome };
 
@@ -125,6 +133,11 @@ export const dashboardSurface = {
     postHealthIngest,
     getHealthStatus,
     postHealthWipe,
+    postLocationKey,
+    postLocationIngest,
+    getLocationStatus,
+    getLocationReads,
+    postLocationWipe,
     getVoiceTools,
     postVoiceToolCall,
   },

@@ -3,6 +3,8 @@ import { artifactsFeature } from './artifacts/index.js';
 import { callsFeature } from './calls/index.js';
 import { geminiLiveFeature } from './gemini-live/index.js';
 import { healthFeature } from './health/index.js';
+import { locationFeature, locationMapsOrigin, locationMapsReadLog } from './location/index.js';
+import { mapsFeature } from './maps/index.js';
 import { gptLiveFeature } from './gpt-live/index.js';
 import { grokLiveFeature } from './grok-live/index.js';
 import { memoryFeature } from './memory/index.js';
@@ -34,5 +36,7 @@ export const HOST_FEATURES: readonly HostFeature[] = [
   roomImagesFeature,
   artifactsFeature,
   healthFeature,
+  locationFeature(),
+  mapsFeature({ origin: (kernel) => locationMapsOrigin(kernel.clock), readLog: locationMapsReadLog() }),
   voiceToolsFeature(),
 ];

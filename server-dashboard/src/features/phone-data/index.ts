@@ -56,6 +56,24 @@ export interface SealedIngestSpec<Batch> {
   /** Keeps a parsed batch; runs inside the batch's transaction. */
   storeBatch(store: PhoneDataStore, deviceId: string, batch: Batch, nowS: number): BatchOutcome;
   summarize(store: PhoneDataStore, deviceId: string): DeviceSummary;
+  /**
+   * Told after a batch is committed and the store closed, so what it wakes (a tool waiting for a fresh
+   * fix, place-event listeners) reads the batch's rows. A throw is logged, never the phone's failure:
+   * the batch is stored by then.
+   */
+  afterBatch?(landed: LandedBatch<Batch>): void;
+}
+
+/** A batch the core has committed: where it landed and what it changed. */
+export interface LandedBatch<Batch> {
+  /** The profile's home and name. */
+  home: string;
+  profile: string;
+  deviceId: string;
+  batch: Batch;
+  outcome: BatchOutcome;
+  /** Unix seconds when it was received. */
+  nowS: number;
 }
 
 /**
@@ -163,6 +181,7 @@ export function sealedIngest<Batch>(spec: SealedIngestSpec<Batch>): HostFeature 
         if (sealed.length - TAG_BYTES > limits.sealedBatchMaxBytes) {
           throw new DetailError(413, 'The batch is too large');
         }
+        let landed: Batch | undefined;
         const outcome = withStore(profile.home, false, (store) => {
           const device = store?.device(envelope.device_id);
           if (!store || !device || device.kid !== envelope.kid) {
@@ -184,10 +203,27 @@ export function sealedIngest<Batch>(spec: SealedIngestSpec<Batch>): HostFeature 
             throw new DetailError(400, 'The opened batch is not JSON');
           }
           const batch = spec.parseBatch(json);
+          landed = batch;
           return store.acceptBatch(envelope.device_id, envelope.batch_id, nowS(), () =>
             spec.storeBatch(store, envelope.device_id, batch, nowS()),
           );
         });
+        if (spec.afterBatch && landed !== undefined) {
+          try {
+            spec.afterBatch({
+              home: profile.home,
+              profile: profile.name,
+              deviceId: envelope.device_id,
+              batch: landed,
+              outcome,
+              nowS: nowS(),
+            });
+          } catch (error) {
+            kernel.log.warn(`${spec.feature} afterBatch failed`, {
+              error: error instanceof Error ? error.name : 'error',
+            });
+          }
+        }
         return {
           status: 200,
           body: { ok: true as const, batch_id: envelope.batch_id, ...outcome },

@@ -9,6 +9,7 @@ import { perMinute } from '../../kernel/rate-window.js';
 import { PhoneDataStore } from '../phone-data/store.js';
 import { openVoiceCall, sealVoiceAnswer, type OpenedVoiceCall } from '../phone-data/voice-reads.js';
 import { healthVoiceTool } from './health-voice-tool.js';
+import { locationVoiceTool } from './location-voice-tool.js';
 import { voiceModeName, type VoiceToolProvider } from './voice-tool-provider.js';
 
 export { healthVoiceTool } from './health-voice-tool.js';
@@ -21,13 +22,8 @@ export {
   type VoiceToolProvider,
 } from './voice-tool-provider.js';
 
-/**
- * The voice tools this host offers, in the order they are listed. Location's entry goes here, after
- * health, once features/location exports readLocationForVoice: a `VoiceToolProvider` named
- * conduit_location with key `location`, the location label and store shape, describe() with only the
- * now, places, history and distance_to actions, and read() calling readLocationForVoice for the device.
- */
-export const VOICE_TOOLS: readonly VoiceToolProvider[] = [healthVoiceTool];
+/** The voice tools this host offers, in the order they are listed (the phone's tools join next). */
+export const VOICE_TOOLS: readonly VoiceToolProvider[] = [healthVoiceTool, locationVoiceTool];
 
 /** Why a call did not open, as the route answers it. */
 const REFUSALS: Record<'invalid' | 'unknown_key' | 'does_not_open', [status: number, detail: string]> = {

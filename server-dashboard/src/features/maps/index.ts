@@ -1,0 +1,88 @@
+import path from 'node:path';
+import type { FeatureKernel, HostFeature } from '../../kernel/feature.js';
+import { createRelayFetch } from '../../pairing/relay-http.js';
+import { AppleMapsApi, APPLE_MAPS_ORIGIN } from './apple-maps-api.js';
+import { MapsDailyBudget } from './daily-budget.js';
+import { MapsEngine } from './maps-engine.js';
+import { MAPS_LIMITS } from './maps-limits.js';
+import type { MapsOrigin, MapsReadLog, MapsSettings } from './maps-ports.js';
+import { mapsTool } from './maps-tool.js';
+import { RelayMapsTokens } from './maps-token-client.js';
+import { PlaceCache } from './place-cache.js';
+
+export { MAPS_TOOL, MAPS_TOOL_DESCRIPTION } from './maps-tool.js';
+export { MAPS_USAGE_FILE } from './daily-budget.js';
+export { MAPS_LIMITS } from './maps-limits.js';
+export type { LocationDetail, MapsAction, MapsOrigin, MapsReadLog, MapsSettings, SharedFix } from './maps-ports.js';
+
+export interface MapsFeatureDeps {
+  /**
+   * Where "me" is (the location feature's last shared fix) and the saved places' names; or how to make
+   * that from the app's kernel (its clock dates the fix).
+   */
+  origin: MapsOrigin | ((kernel: FeatureKernel) => MapsOrigin);
+  /** The location read log; lookups are not logged until it is wired. */
+  readLog?: MapsReadLog;
+  /** "Keep maps lookups on this iPhone", per profile; the host engine is on for every profile without it. */
+  settings?: MapsSettings;
+  /** Apple Maps Server API's origin; a loopback stand-in in tests. */
+  appleOrigin?: string;
+  /**
+   * The fetch the relay's token route is asked through (tests count the asks with it); by default the
+   * pairing's relay fetch: certificates always verified, no redirects, a bounded answer.
+   */
+  relayFetch?: typeof fetch;
+  /**
+   * Where this host counts its Apple calls per day (conduit-maps-usage.json); the service's state
+   * directory when left out (CONDUIT_STATE_DIR, or <Hermes home>/conduit-host as the config reads it).
+   */
+  stateDir?: string;
+  userAgent?: string;
+}
+
+/**
+ * Maps (`maps`): conduit_maps answered by this host's Apple Maps engine (the seed, conduit_maps: the
+ * relay hands paired hosts a short-lived token and the host calls Apple itself). No routes of its own
+ * yet: the phone's sealed lookups (GET/POST /location/maps/{id}) and navigate come with location.
+ */
+export function mapsFeature(deps: MapsFeatureDeps): HostFeature {
+  // One engine per app (kernel), so a process that builds several hosts (tests) keeps them apart.
+  const engines = new WeakMap<FeatureKernel, { engine: MapsEngine; tokens: RelayMapsTokens }>();
+  function engineFor(kernel: FeatureKernel) {
+    let built = engines.get(kernel);
+    if (!built) {
+      const stateDir =
+        deps.stateDir ??
+        path.resolve(kernel.serviceEnv.CONDUIT_STATE_DIR?.trim() || path.join(kernel.hermesHome, 'conduit-host'));
+      const tokens = new RelayMapsTokens({
+        clock: kernel.clock,
+        fetch:
+          deps.relayFetch ??
+          createRelayFetch({
+            timeoutMs: MAPS_LIMITS.requestTimeoutMs,
+            maxResponseBytes: MAPS_LIMITS.relayAnswerMaxBytes,
+          }),
+        userAgent: deps.userAgent ?? 'Conduit-Host',
+      });
+      const api = new AppleMapsApi({
+        origin: deps.appleOrigin ?? APPLE_MAPS_ORIGIN,
+        tokens,
+        budget: new MapsDailyBudget(stateDir, MAPS_LIMITS.appleCallsPerDay, kernel.clock),
+        timers: kernel.timers,
+      });
+      const origin = typeof deps.origin === 'function' ? deps.origin(kernel) : deps.origin;
+      const engine = new MapsEngine({ api, places: new PlaceCache(), origin, clock: kernel.clock });
+      built = { engine, tokens };
+      engines.set(kernel, built);
+    }
+    return built;
+  }
+  return {
+    name: 'maps',
+    capabilities: [],
+    register(_scope, kernel) {
+      engineFor(kernel);
+    },
+    tools: [mapsTool({ engineFor, readLog: deps.readLog, settings: deps.settings })],
+  };
+}
