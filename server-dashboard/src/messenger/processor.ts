@@ -90,6 +90,11 @@ interface RunningTurn {
   interrupted: boolean;
   /** Rows whose words were steered into this run: settled with it. */
   steered: string[];
+  /**
+   * How the run ended, once it has: a steer Hermes accepted just before the end learns here whether its
+   * words were delivered (`pending_steer` says they were not).
+   */
+  ended?: { pendingSteer: boolean };
 }
 
 /** Per-turn send context: one Idempotency ordinal per POST, reset for every turn. */
@@ -131,6 +136,12 @@ export class InboxProcessor {
   private readonly approvals = new Map<string, PendingApproval>();
   /** The run each chat's turn is on while it runs, and whether `/stop` asked Hermes to stop it. */
   private readonly runningTurns = new Map<string, RunningTurn>();
+  /**
+   * A turn whose run Hermes is still creating: a message arriving then is as busy as one arriving
+   * mid-run, so it waits for the run id (undefined when the start failed) instead of starting a run of
+   * its own beside it.
+   */
+  private readonly startingTurns = new Map<string, Promise<RunningTurn | undefined>>();
   /**
    * Rows of turns a newer message interrupted: Hermes holds their words in the session, so they are
    * settled with the next turn of the chat that ends well (a crash before then replays them).
@@ -425,7 +436,7 @@ export class InboxProcessor {
    * take) leaves it to wait its turn.
    */
   private async foldedIntoRunningTurn(row: InboxRow, chatId: string, input: string): Promise<boolean> {
-    const running = this.runningTurns.get(chatId);
+    const running = this.runningTurns.get(chatId) ?? (await this.startingTurns.get(chatId));
     if (running === undefined || running.stopped) return false;
     const mode = this.o.busyInputMode ?? 'queue';
     if (mode === 'steer' && this.o.agent.steer) {
@@ -439,11 +450,17 @@ export class InboxProcessor {
           error: (err as Error).message,
         });
       }
-      if (taken && this.runningTurns.get(chatId) === running) {
+      if (!taken) return false;
+      if (this.runningTurns.get(chatId) === running) {
         running.steered.push(row.eventId);
         return true;
       }
-      return false;
+      // The run ended while the steer was on its way: it took the words, and its end says whether it
+      // delivered them (settled) or left them pending (replayed as a turn of their own).
+      if (running.ended === undefined) return false;
+      if (running.ended.pendingSteer) this.o.inbox.retry(row.eventId, 'steer not delivered');
+      else this.o.inbox.complete([row.eventId]);
+      return true;
     }
     if (mode === 'interrupt') {
       running.stopped = true;
@@ -519,17 +536,28 @@ export class InboxProcessor {
     try {
       const images = await this.inboundImages(event);
       const reactions = this.heldReactions(row, chatId);
-      const turn = await this.o.agent.startTurn({
-        // A crash replay re-attaches to the same run; a run Hermes failed is retried as a new one.
-        idempotencyKey:
-          row.failedTurns === 0 ? `relay-turn-${row.eventId}` : `relay-turn-${row.eventId}-retry-${row.failedTurns}`,
-        sessionId: chatSessionId(chatId, this.o.inbox.sessionGeneration(chatId)),
-        input: [input, ...reactions.lines].join('\n'),
-        instructions: RELAY_PLATFORM_HINT,
-        ...(images.length > 0 ? { images } : {}),
-      });
+      let announce: (running: RunningTurn | undefined) => void = () => undefined;
+      this.startingTurns.set(chatId, new Promise((resolve) => (announce = resolve)));
+      let turn: Awaited<ReturnType<AgentBackend['startTurn']>>;
+      try {
+        turn = await this.o.agent.startTurn({
+          // A crash replay re-attaches to the same run; a run Hermes failed is retried as a new one.
+          idempotencyKey:
+            row.failedTurns === 0 ? `relay-turn-${row.eventId}` : `relay-turn-${row.eventId}-retry-${row.failedTurns}`,
+          sessionId: chatSessionId(chatId, this.o.inbox.sessionGeneration(chatId)),
+          input: [input, ...reactions.lines].join('\n'),
+          instructions: RELAY_PLATFORM_HINT,
+          ...(images.length > 0 ? { images } : {}),
+        });
+      } catch (err) {
+        this.startingTurns.delete(chatId);
+        announce(undefined);
+        throw err;
+      }
       const running: RunningTurn = { runId: turn.runId, stopped: false, interrupted: false, steered: [] };
       this.runningTurns.set(chatId, running);
+      this.startingTurns.delete(chatId);
+      announce(running);
       const carried = this.carried.get(chatId) ?? [];
       for await (const ev of turn.events) {
         if (ev.kind === 'approval') {
@@ -546,6 +574,7 @@ export class InboxProcessor {
         } else if (ev.kind === 'completed') {
           this.approvals.delete(chatId);
           this.runningTurns.delete(chatId);
+          running.ended = { pendingSteer: Boolean(ev.pendingSteer) };
           await this.deliver(chatId, event, ev.output, ctx);
           // Steered words the run never delivered are replayed: their rows go back to wait a turn.
           const steered = ev.pendingSteer ? [] : running.steered;

@@ -109,6 +109,23 @@ describe('a message arriving mid-turn', () => {
     expect(repliesText()).toEqual(['done: slow summary of the logs, and only the errors please']);
   });
 
+  it('a message arriving while the run is still being created waits for it, and is steered into it', async () => {
+    const f = await start('steer');
+    let answer: () => void = () => undefined;
+    f.hermes.beforeRunAnswer = () => new Promise<void>((resolve) => (answer = resolve));
+    const chatId = randomUUID();
+    const person = randomUUID();
+    const first = send(chatId, person, 'slow summary of the logs');
+    await waitFor(() => f.hermes.createdRuns[0], 30_000, 'the first run');
+    // Hermes has the run but has not answered with its id: the chat is busy all the same.
+    const second = send(chatId, person, 'only the errors please');
+    await waitFor(() => status(second) === 'processing', 30_000, 'the second row taken');
+    answer();
+    await completed(first, second);
+    expect(f.hermes.createdRuns).toHaveLength(1);
+    expect(f.hermes.createdRuns[0]?.steers).toEqual([{ input: 'only the errors please' }]);
+  });
+
   it('steered words the run never delivered (pending_steer) are replayed as a turn of their own', async () => {
     const f = await start('steer', { pendingSteer: true });
     const chatId = randomUUID();

@@ -96,6 +96,9 @@ export class FakeHermes {
     this.server = http.createServer((req, res) => void this.handle(req, res));
   }
 
+  /** Awaited before `POST /v1/runs` is answered (after the run is created), when a test sets it. */
+  beforeRunAnswer: (() => Promise<void>) | null = null;
+
   async listen(): Promise<string> {
     await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
@@ -189,6 +192,8 @@ export class FakeHermes {
             this.stopWaiters.set(run.id, [...(this.stopWaiters.get(run.id) ?? []), resolve]);
           }),
       };
+      // A test can hold the answer: the run exists, but the caller does not know its id yet.
+      if (this.beforeRunAnswer) await this.beforeRunAnswer();
       this.json(res, 202, { run_id: run.id, status: 'queued' });
       void this.script(run, ctl).catch((err: unknown) => ctl.emit('run.failed', { error: (err as Error).message }));
       return;
