@@ -511,6 +511,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/location/maps/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The maps lookup the Location Push woke this phone for, sealed for it
+         * @description The phone names itself with device_id; the lookup is sealed with that device’s location key (maps host-to-device) and answered only to it. Nothing about the lookup is in the clear.
+         */
+        get: operations["getLocationMapsLookup"];
+        put?: never;
+        /**
+         * The phone’s sealed answer to a maps lookup
+         * @description Opened with the device’s location key (maps device-to-host) and the lookup’s associated data. The first answer that opens and validates wins; anything refused stores nothing.
+         */
+        post: operations["postLocationMapsAnswer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/plugins/conduit_push/location/reads": {
         parameters: {
             query?: never;
@@ -526,6 +550,43 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/location/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The profile's place rules
+         * @description Each rule set with conduit_location set_rule: its place, move, days, hours, repeat, task and when it last fired. Read from the profile’s conduit-place-rules.json; Hermes is not asked.
+         */
+        get: operations["getLocationRules"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/location/rules/{rule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a place rule and its Hermes cron job */
+        delete: operations["deleteLocationRule"];
         options?: never;
         head?: never;
         patch?: never;
@@ -648,6 +709,23 @@ export interface paths {
         get: operations["getPersonality"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/present/exchange": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Report confirm prompt answers and fetch the waiting prompts */
+        post: operations["postPresentExchange"];
         delete?: never;
         options?: never;
         head?: never;
@@ -871,6 +949,40 @@ export interface paths {
         put?: never;
         /** Label a chat as a classic voice chat or a voice job */
         post: operations["postVoiceTag"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/watch-tools/grant": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open a Watch tool grant on the relay */
+        post: operations["postWatchToolsGrant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/watch-tools/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Close a Watch tool grant */
+        post: operations["postWatchToolsRevoke"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1354,6 +1466,8 @@ export interface operations {
                         rules_max: number;
                         settings: {
                             alerts: boolean;
+                            avoid_places: string[];
+                            avoid_unknown_place: boolean;
                             decides: boolean;
                             enabled: boolean;
                             min_gap_s: number;
@@ -1434,6 +1548,8 @@ export interface operations {
                 "application/json": {
                     settings: {
                         alerts?: boolean;
+                        avoid_places?: string[];
+                        avoid_unknown_place?: boolean;
                         decides?: boolean;
                         enabled?: boolean;
                         min_gap_s?: number;
@@ -1459,6 +1575,8 @@ export interface operations {
                         ok: true;
                         settings: {
                             alerts: boolean;
+                            avoid_places: string[];
+                            avoid_unknown_place: boolean;
                             decides: boolean;
                             enabled: boolean;
                             min_gap_s: number;
@@ -4508,6 +4626,295 @@ export interface operations {
             };
         };
     };
+    getLocationMapsLookup: {
+        parameters: {
+            query: {
+                device_id: string;
+                profile?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sealed lookup. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        lookup: {
+                            ct: string;
+                            device_id: string;
+                            kid: string;
+                            lookup_id: string;
+                            nonce: string;
+                            /** @constant */
+                            v: 1;
+                        };
+                        /** @constant */
+                        ok: true;
+                    };
+                };
+            };
+            /** @description device_id is missing or invalid. */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such lookup: never made, answered long ago, or expired (2 minutes). */
+            404: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The lookup is sealed for another device, or for a location key this device no longer has. */
+            412: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postLocationMapsAnswer: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    ct: string;
+                    device_id: string;
+                    kid: string;
+                    lookup_id: string;
+                    nonce: string;
+                    /** @constant */
+                    v: 1;
+                };
+            };
+        };
+        responses: {
+            /** @description The answer was taken. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        lookup_id: string;
+                        /** @constant */
+                        ok: true;
+                    };
+                };
+            };
+            /** @description The body or the opened answer is refused, the ids disagree, or the seal does not open. */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such lookup: never made, or expired (2 minutes). */
+            404: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The lookup was already answered (the first answer wins; a replay changes nothing). */
+            409: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The lookup was sealed for another device, or this device id or kid has no location key. */
+            412: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The sealed answer is over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 60 maps answers a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
     getLocationReads: {
         parameters: {
             query?: {
@@ -4566,6 +4973,185 @@ export interface operations {
                 };
             };
             /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getLocationRules: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rules, oldest first. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        rules: {
+                            created_at: number;
+                            days: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
+                            hours: string | null;
+                            id: string;
+                            last_fired_at: number | null;
+                            /** @enum {string} */
+                            move: "arrive" | "leave" | "either";
+                            place: {
+                                id: string;
+                                name: string;
+                            } | null;
+                            /** @enum {string} */
+                            repeat: "daily" | "every";
+                            task: string;
+                            updated_at: number;
+                            what: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or its place rules cannot be read. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    deleteLocationRule: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whether a rule was removed (a job already gone from Hermes still removes the rule). */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        removed: boolean;
+                    };
+                };
+            };
+            /** @description `Unknown rule id` (not 12 lowercase hex digits). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Hermes refused to delete the rule's job; the rule is kept. */
+            502: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, its place rules cannot be read, or Hermes' scheduled jobs are not reachable (the rule is kept). Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5431,6 +6017,157 @@ export interface operations {
                 content: {
                     "application/json": {
                         detail: string;
+                    };
+                };
+            };
+        };
+    };
+    postPresentExchange: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    app_version: string;
+                    device: string;
+                    features?: string[];
+                    installation_id: string;
+                    /** @default [] */
+                    results?: {
+                        edit_text?: string;
+                        id: string;
+                        /** @enum {string} */
+                        outcome: "confirmed" | "declined" | "edit";
+                        /** @enum {string} */
+                        via: "tap" | "voice";
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The prompts still waiting. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        prompts: {
+                            action_label: string;
+                            created_at: number;
+                            expires_at: number;
+                            id: string;
+                            maps?: {
+                                /** @enum {string} */
+                                mode: "automobile" | "walking" | "transit" | "cycling";
+                                to: string;
+                            };
+                            preview: string;
+                            session_id: string;
+                            spoken_yes: string[];
+                            title: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The body is not JSON (`Request body is not JSON`), or a field is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 60 exchanges a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or its conduit-present.json cannot be read (left unchanged). Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
                     };
                 };
             };
@@ -7497,6 +8234,304 @@ export interface operations {
                 content: {
                     "application/json": {
                         detail: string;
+                    };
+                };
+            };
+        };
+    };
+    postWatchToolsGrant: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    audio?: boolean;
+                    carry_jobs_from?: string;
+                    job_options?: {
+                        model?: string;
+                        provider?: string;
+                        reasoning_effort?: string;
+                    };
+                    job_profiles?: string[];
+                    max_jobs?: number;
+                    tools: ("web_search" | "recall_memory" | "start_job" | "list_jobs" | "cancel_job" | "interrupt_job" | "live_token")[];
+                };
+            };
+        };
+        responses: {
+            /** @description The grant, its keys and what it allows. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    /** @description no-cache */
+                    Pragma?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        expires_at: string;
+                        grant_id: string;
+                        job_profiles?: string[];
+                        jobs_carried_from?: string;
+                        key: string;
+                        max_calls: number;
+                        max_jobs: number;
+                        /** @constant */
+                        ok: true;
+                        relay_url: string;
+                        tools: string[];
+                        watch_key: string;
+                    };
+                };
+            };
+            /** @description The body is not JSON (`Request body is not JSON`), or a field is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description The profile isn't paired with Conduit notifications, or its relay isn't HTTPS. */
+            409: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 10 grants a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The relay predates Watch tools, or this host can't serve what was asked (jobs, audio). */
+            501: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The relay couldn't be reached or refused the grant. */
+            502: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The relay is at capacity for Watch tools, or the profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postWatchToolsRevoke: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    grant_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Whether a grant was closed. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    /** @description no-cache */
+                    Pragma?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        revoked: boolean;
+                    };
+                };
+            };
+            /** @description The body is not JSON (`Request body is not JSON`), or a field is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
                     };
                 };
             };

@@ -52,6 +52,8 @@ import { systemTimers } from './kernel/timers.js';
 import { CALL_SWEEP_MS, CallDispatcher } from './features/calls/call-dispatch.js';
 import { ToolContextSigner } from './mcp/tool-context.js';
 import { CallWatchJobs, apiProfileOf } from './features/calls/watch-jobs.js';
+// Calls ask where the user is through a port; location answers it here, so neither imports the other.
+import { whereabouts } from './features/location/index.js';
 import { LiveActivityReporter } from './features/live-activities/reporter.js';
 import { progressPoster, progressTarget } from './features/live-activities/progress-client.js';
 import { liveActivitiesCapability } from './features/live-activities/capability.js';
@@ -274,6 +276,8 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     enqueue: (profile, event) => queue.enqueue(profile, event),
     sleep: deps.sleep,
     timers: config.timers ?? systemTimers,
+    // "No calls at places": the latest fix that still counts, from the profile's location store.
+    whereIs: (home) => whereabouts(home, clock.now() / 1000),
   });
   const toolContext = new ToolContextSigner(() => clock.now());
   const progress = new LiveActivityReporter({
@@ -337,6 +341,10 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     upstreams: config.upstreams ?? {},
     tokenRoutesRefusal: tokenRoutesRefusal(config),
     activity,
+    // Place rules keep their cron jobs through the same Hermes jobs client as call watches.
+    hermesJobs: deps.hermes ? { api: deps.hermes, apiProfile: apiProfileOf(config.hermesApi?.url) } : null,
+    relayGateway: deps.gateway,
+    loadedVersion: config.loadedVersion,
   };
   // Every other plugin route accepts only callers the dashboard accepts (or the standalone token).
   // The check is a hook of this encapsulated scope, so it runs on the route the router matched —

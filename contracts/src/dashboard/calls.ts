@@ -35,7 +35,17 @@ export const callSettings = z.object({
   per_day: z.int(),
   /** The user's own words on what is worth a call. */
   rules: z.string(),
+  /**
+   * Saved place ids (the phone's, as location shares them) where a call goes out as a notification
+   * instead of ringing (the seed, "No calls at places"). At most CALL_AVOID_PLACES_MAX.
+   */
+  avoid_places: z.array(z.string()),
+  /** Also hold calls when there's no recent location, or location sharing is paused or off. */
+  avoid_unknown_place: z.boolean(),
 });
+
+/** The most avoided places: a phone shares at most 20 saved places. */
+export const CALL_AVOID_PLACES_MAX = 20;
 
 const bound = z.object({ min: z.int(), max: z.int() });
 

@@ -29,7 +29,13 @@ import { postSessionTakeover, getDesktopViews } from './sessions.js';
 import { getArtifacts } from './artifacts.js';
 import { postHealthKey, postHealthIngest, getHealthStatus, postHealthWipe } from './health.js';
 import { getVoiceTools, postVoiceToolCall } from './voice-tools.js';
+import { postPresentExchange } from './present.js';
+import { postWatchToolsGrant, postWatchToolsRevoke } from './watch-tools.js';
 import {
+  deleteLocationRule,
+  getLocationRules,
+  getLocationMapsLookup,
+  postLocationMapsAnswer,
   getLocationReads,
   getLocationStatus,
   postLocationIngest,
@@ -70,6 +76,13 @@ export { postSessionTakeover, getDesktopViews };
 export { postHealthKey, postHealthIngest, getHealthStatus, postHealthWipe };
 export { getVoiceTools, postVoiceToolCall };
 export { getLocationReads, getLocationStatus, postLocationIngest, postLocationKey, postLocationWipe };
+export {
+  getLocationMapsLookup,
+  postLocationMapsAnswer,
+  postPresentExchange,
+  postWatchToolsGrant,
+  postWatchToolsRevoke,
+};
 export { getArtifacts, postRoomFile, getRoomImages, getRoomImage, putRoomImage, deleteRoomImage };
 export { getCalls, putCalls, postCallWatch, putCallWatch, deleteCallWatch, putCallPresence, postCallOutcome };
 
@@ -138,7 +151,14 @@ export const dashboardSurface = {
     getLocationStatus,
     getLocationReads,
     postLocationWipe,
+    getLocationMapsLookup,
+    postLocationMapsAnswer,
+    getLocationRules,
+    deleteLocationRule,
     getVoiceTools,
     postVoiceToolCall,
+    postPresentExchange,
+    postWatchToolsGrant,
+    postWatchToolsRevoke,
   },
 } satisfies Surface;

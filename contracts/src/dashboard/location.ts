@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
-import { detailAnswer, detailUnavailable, noStoreAnswer } from './detail-error.js';
+import { detailAnswer, detailBodyRefusals, detailUnavailable, noStoreAnswer } from './detail-error.js';
 import { unauthorized } from './notification-settings.js';
 import { PHONE_DATA_LIMITS, PHONE_DEVICE_ID_PATTERN, phoneDataRoutes } from './phone-data.js';
 import { profileQuery } from './profile.js';
@@ -79,7 +79,11 @@ export const locationSharing = z.object({
   /** Days of history kept: 0 (latest only), 1, 7 (Conduit's default), 30 or 365. */
   retention_days: z.literal(LOCATION_RETENTION_DAYS),
   precision: z.object({ foreground: locationPrecision, background: locationPrecision }),
-  /** What this Conduit answers beyond fixes, e.g. `maps` (it answers maps lookups). */
+  /**
+   * What this Conduit answers beyond fixes. `maps` (LOCATION_MAPS_FEATURE): its Location Push extension
+   * answers conduit_maps lookups (GET/POST /location/maps/{id}), so lookups that involve the user ("me",
+   * a saved place, transit) go to this phone while background sharing is on and not paused.
+   */
   features: z
     .array(z.string().regex(/^[a-z][a-z0-9-]{0,31}$/))
     .max(16)
@@ -238,3 +242,314 @@ export const locationRequestInner = z.object({
   }),
 });
 export type LocationRequestInner = z.output<typeof locationRequestInner>;
+
+/**
+ * Maps lookups the user's iPhone answers (the seed, conduit_maps: "The host has no map, so the user's
+ * iPhone answers"). The feature string a phone puts in `sharing.features` to say its Location Push
+ * extension answers them.
+ */
+export const LOCATION_MAPS_FEATURE = 'maps';
+
+/**
+ * The phone path of conduit_maps. The host stores a lookup sealed for one phone with that device's
+ * location key, wakes it with a `location.request` of kind `maps` (only the lookup id, inside the push
+ * seal), and the phone fetches the lookup, answers it with MapKit and posts its answer sealed:
+ * - keys: the location key schedule (phone-data.ts) with two more directions,
+ *   `conduit-location-v1 maps host-to-device` (the lookup) and `conduit-location-v1 maps device-to-host`
+ *   (the answer);
+ * - associated data, the same both ways: `conduit-location-v1 maps\n<kid>\n<device_id>\n<lookup_id>`,
+ *   so a lookup or an answer opens only for that lookup, that device and that key.
+ * A lookup lives 2 minutes (LOCATION_MAPS_LIMITS); the first answer that opens wins.
+ */
+export const LOCATION_MAPS_LIMITS = {
+  /** How long a stored lookup can be fetched and answered; the host's wait for it is shorter (25 s). */
+  lookupTtlS: 120,
+  /** The sealed body of an answer (`ct`, decoded): ten places or three routes with steps fit easily. */
+  sealedAnswerMaxBytes: 64 * 1024,
+} as const;
+
+/** A lookup id: what the push carries and the routes name. */
+export const MAPS_LOOKUP_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
+
+const mapsText = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .regex(/^[^\p{Cc}]+$/u);
+const metres = z.number().min(0).max(40_100_000);
+const seconds = z
+  .number()
+  .min(0)
+  .max(30 * 86_400);
+
+/**
+ * A place in a sealed lookup: the user (`me`, answered at `detail`), one of the user's saved places by
+ * name (its coordinates are on the phone), a text for MapKit to resolve, or a coordinate (a lat,lon or a
+ * place the host named earlier).
+ */
+export const mapsLookupPlace = z.union([
+  z.object({ me: z.literal(true) }).strict(),
+  z.object({ saved_place: mapsText(80) }).strict(),
+  z.object({ text: mapsText(300) }).strict(),
+  z
+    .object({ lat: z.number().min(-90).max(90), lon: z.number().min(-180).max(180), name: mapsText(300).optional() })
+    .strict(),
+]);
+export type MapsLookupPlace = z.output<typeof mapsLookupPlace>;
+
+export const MAPS_TRAVEL_MODES = ['automobile', 'walking', 'transit', 'cycling'] as const;
+
+/** What the phone is asked: conduit_maps' actions with the places resolved as far as the host can. */
+export const mapsLookupRequest = z.discriminatedUnion('action', [
+  z.object({
+    action: z.literal('search'),
+    query: mapsText(300),
+    categories: z.array(z.string().regex(/^[A-Za-z]{1,32}$/)).max(10),
+    near: mapsLookupPlace.nullable(),
+    region: z.object({ north: z.number(), east: z.number(), south: z.number(), west: z.number() }).nullable(),
+  }),
+  z.object({ action: z.literal('lookup'), place: mapsLookupPlace }),
+  z.object({ action: z.literal('reverse_geocode'), place: mapsLookupPlace }),
+  z.object({
+    action: z.literal('directions'),
+    from: mapsLookupPlace,
+    to: mapsLookupPlace,
+    mode: z.enum(MAPS_TRAVEL_MODES),
+    avoid_tolls: z.boolean(),
+    /** ISO 8601 in UTC, or null. */
+    arrive_by: z.string().max(40).nullable(),
+    depart_at: z.string().max(40).nullable(),
+  }),
+  z.object({
+    action: z.literal('travel_times'),
+    from: mapsLookupPlace,
+    destinations: z.array(mapsLookupPlace).min(1).max(10),
+    mode: z.enum(MAPS_TRAVEL_MODES),
+    depart_at: z.string().max(40).nullable(),
+  }),
+]);
+export type MapsLookupRequest = z.output<typeof mapsLookupRequest>;
+
+/** The plaintext inside a lookup's seal (`maps host-to-device`). */
+export const mapsLookupPlaintext = z.object({
+  v: z.literal(1),
+  lookup_id: z.string().regex(MAPS_LOOKUP_ID_PATTERN),
+  /**
+   * The detail the user chose for background sharing: what an answer may say about "me". `area`: no
+   * address or steps near the user, distances to 100 m; the host applies it again to the answer.
+   */
+  detail: z.enum(['precise', 'area']),
+  request: mapsLookupRequest,
+  /** Unix seconds after which an answer is refused. */
+  expires_at: z.number(),
+});
+export type MapsLookupPlaintext = z.output<typeof mapsLookupPlaintext>;
+
+/** A sealed lookup or answer: the envelope of both directions (the ids are bound by the associated data). */
+export const sealedMapsEnvelope = z.object({
+  v: z.literal(1),
+  device_id: z.string().regex(PHONE_DEVICE_ID_PATTERN),
+  kid: z.string().regex(/^[0-9a-f]{32}$/),
+  lookup_id: z.string().regex(MAPS_LOOKUP_ID_PATTERN),
+  /** 12 random bytes, base64url (16 characters). */
+  nonce: z.string().regex(/^[A-Za-z0-9_-]{16}$/),
+  /** Ciphertext and tag, base64url. */
+  ct: z.string().regex(/^[A-Za-z0-9_-]+$/),
+});
+export type SealedMapsEnvelope = z.output<typeof sealedMapsEnvelope>;
+
+/** A place as the phone answers it (MapKit's map item). */
+export const mapsAnswerPlace = z.object({
+  name: mapsText(300),
+  address: mapsText(500).nullable().optional(),
+  lat: z.number().min(-90).max(90).optional(),
+  lon: z.number().min(-180).max(180).optional(),
+  category: z.string().max(64).optional(),
+  /** From the search's center or the trip's start, as the crow flies. */
+  distance_m: metres.optional(),
+  /** reverse_geocode: the area names (neighbourhood, locality, region, country). */
+  area: z.array(mapsText(80)).max(4).optional(),
+});
+
+export const mapsAnswerRoute = z.object({
+  name: mapsText(300).nullable().optional(),
+  distance_m: metres,
+  duration_s: seconds,
+  has_tolls: z.boolean().optional(),
+  steps: z
+    .array(z.object({ instructions: mapsText(500), distance_m: metres }))
+    .max(40)
+    .optional(),
+});
+
+/** The phone's result: what MapKit found, or why it found nothing (`{ok: false, error}`). */
+export const mapsAnswerResult = z.union([
+  z
+    .object({
+      ok: z.literal(true),
+      /** search, lookup and reverse_geocode. */
+      places: z.array(mapsAnswerPlace).max(10).optional(),
+      /** directions: at most three. */
+      routes: z.array(mapsAnswerRoute).max(3).optional(),
+      /** travel_times, one per destination in the lookup's order. */
+      travel_times: z
+        .array(z.union([z.object({ distance_m: metres, duration_s: seconds }), z.object({ error: mapsText(300) })]))
+        .max(10)
+        .optional(),
+    })
+    .strict(),
+  z.object({ ok: z.literal(false), error: mapsText(300) }).strict(),
+]);
+export type MapsAnswerResult = z.output<typeof mapsAnswerResult>;
+
+/** The plaintext inside an answer's seal (`maps device-to-host`). */
+export const mapsAnswerPlaintext = z.object({
+  v: z.literal(1),
+  lookup_id: z.string().regex(MAPS_LOOKUP_ID_PATTERN),
+  result: mapsAnswerResult,
+});
+export type MapsAnswerPlaintext = z.output<typeof mapsAnswerPlaintext>;
+
+const mapsLookupParams = z.object({ id: z.string().max(128) });
+
+export const getLocationMapsLookup = defineRoute({
+  method: 'GET',
+  path: '/api/plugins/conduit_push/location/maps/{id}',
+  operationId: 'getLocationMapsLookup',
+  summary: 'The maps lookup the Location Push woke this phone for, sealed for it',
+  description:
+    'The phone names itself with device_id; the lookup is sealed with that device’s location key (maps ' +
+    'host-to-device) and answered only to it. Nothing about the lookup is in the clear.',
+  tags: ['location'],
+  auth: 'bearer',
+  query: profileQuery.extend({ device_id: z.string().max(128) }),
+  params: mapsLookupParams,
+  responses: {
+    200: noStoreAnswer('The sealed lookup.', z.object({ ok: z.literal(true), lookup: sealedMapsEnvelope })),
+    400: detailAnswer('device_id is missing or invalid.'),
+    404: detailAnswer('No such lookup: never made, answered long ago, or expired (2 minutes).'),
+    412: detailAnswer('The lookup is sealed for another device, or for a location key this device no longer has.'),
+    401: unauthorized,
+    500: detailAnswer('An unexpected failure, named by its type only.'),
+    503: detailUnavailable('The profile cannot be resolved.'),
+  },
+});
+
+export const postLocationMapsAnswer = defineRoute({
+  method: 'POST',
+  path: '/api/plugins/conduit_push/location/maps/{id}',
+  operationId: 'postLocationMapsAnswer',
+  summary: 'The phone’s sealed answer to a maps lookup',
+  description:
+    'Opened with the device’s location key (maps device-to-host) and the lookup’s associated data. The first ' +
+    'answer that opens and validates wins; anything refused stores nothing.',
+  tags: ['location'],
+  auth: 'bearer',
+  query: profileQuery,
+  params: mapsLookupParams,
+  body: sealedMapsEnvelope,
+  bodyContentType: 'application/json',
+  responses: {
+    200: noStoreAnswer('The answer was taken.', z.object({ ok: z.literal(true), lookup_id: z.string() })),
+    ...detailBodyRefusals,
+    400: detailAnswer('The body or the opened answer is refused, the ids disagree, or the seal does not open.'),
+    404: detailAnswer('No such lookup: never made, or expired (2 minutes).'),
+    409: detailAnswer('The lookup was already answered (the first answer wins; a replay changes nothing).'),
+    412: detailAnswer('The lookup was sealed for another device, or this device id or kid has no location key.'),
+    413: detailAnswer('The sealed answer is over 64 KiB.'),
+    429: detailAnswer('More than 60 maps answers a minute for this profile.'),
+    401: unauthorized,
+    500: detailAnswer('An unexpected failure, named by its type only.'),
+    503: detailUnavailable('The profile cannot be resolved.'),
+  },
+});
+
+/**
+ * Place rules (the seed, Location: "Place rules"): each is a Hermes cron job named `Place rule: <what>`
+ * that never runs on its own schedule; an arrive or leave event matching the rule's place, move, days
+ * and hours runs it through Hermes' jobs API. The rule's id is its Hermes job id.
+ */
+export const PLACE_RULE_LIMITS = {
+  /** Rules a profile holds: one per saved place and move is already plenty (a phone saves 20 places). */
+  rules: 20,
+  /** The name Hermes shows is "Place rule: " plus this, well within Hermes' 200-character job name. */
+  whatMaxChars: 120,
+  /** The task, within Hermes' 5,000-character prompt beside the rule's own lines. */
+  taskMaxChars: 2000,
+  /** The seed: a rule set to repeat fires again only this long after it last fired. */
+  everyMinS: 30 * 60,
+  /** The seed: an event older than this when it arrives never fires a rule (it is news, not a trigger). */
+  eventMaxAgeS: 15 * 60,
+} as const;
+
+export const PLACE_RULE_DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
+export const placeRuleDay = z.enum(PLACE_RULE_DAYS);
+export const placeRuleMove = z.enum(['arrive', 'leave', 'either']);
+/** `daily`: at most once a local day; `every`: every matching event at least 30 minutes apart. */
+export const placeRuleRepeat = z.enum(['daily', 'every']);
+
+export const placeRule = z.object({
+  /** The Hermes cron job's id (12 hex digits). */
+  id: z.string(),
+  /** What the rule is, in the user's words; the job is named `Place rule: <what>`. */
+  what: z.string(),
+  /** One saved place, or null for any saved place. */
+  place: z.object({ id: z.string(), name: z.string() }).nullable(),
+  move: placeRuleMove,
+  /** The local days it fires on; every day when empty. */
+  days: z.array(placeRuleDay),
+  /** `HH:MM-HH:MM` in the profile's timezone (may pass midnight); any time when null. */
+  hours: z.string().nullable(),
+  repeat: placeRuleRepeat,
+  /** What the run does: anything a cron run can do. */
+  task: z.string(),
+  /** Unix seconds. */
+  created_at: z.number(),
+  updated_at: z.number(),
+  last_fired_at: z.number().nullable(),
+});
+export type PlaceRule = z.output<typeof placeRule>;
+
+export const getLocationRules = defineRoute({
+  method: 'GET',
+  path: '/api/plugins/conduit_push/location/rules',
+  operationId: 'getLocationRules',
+  summary: "The profile's place rules",
+  description:
+    'Each rule set with conduit_location set_rule: its place, move, days, hours, repeat, task and when it last ' +
+    'fired. Read from the profile’s conduit-place-rules.json; Hermes is not asked.',
+  tags: ['location'],
+  auth: 'bearer',
+  query: profileQuery,
+  responses: {
+    200: noStoreAnswer('The rules, oldest first.', z.object({ ok: z.literal(true), rules: z.array(placeRule) })),
+    401: unauthorized,
+    500: detailAnswer('An unexpected failure, named by its type only.'),
+    503: detailUnavailable('The profile cannot be resolved, or its place rules cannot be read.'),
+  },
+});
+
+export const deleteLocationRule = defineRoute({
+  method: 'DELETE',
+  path: '/api/plugins/conduit_push/location/rules/{rule_id}',
+  operationId: 'deleteLocationRule',
+  summary: 'Remove a place rule and its Hermes cron job',
+  tags: ['location'],
+  auth: 'bearer',
+  query: profileQuery,
+  params: z.object({ rule_id: z.string() }),
+  responses: {
+    200: noStoreAnswer(
+      'Whether a rule was removed (a job already gone from Hermes still removes the rule).',
+      z.object({ ok: z.literal(true), removed: z.boolean() }),
+    ),
+    400: detailAnswer('`Unknown rule id` (not 12 lowercase hex digits).'),
+    401: unauthorized,
+    500: detailAnswer('An unexpected failure, named by its type only.'),
+    502: detailAnswer("Hermes refused to delete the rule's job; the rule is kept."),
+    503: detailUnavailable(
+      "The profile cannot be resolved, its place rules cannot be read, or Hermes' scheduled jobs are not reachable (the rule is kept).",
+    ),
+  },
+});

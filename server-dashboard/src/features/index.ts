@@ -3,7 +3,7 @@ import { artifactsFeature } from './artifacts/index.js';
 import { callsFeature } from './calls/index.js';
 import { geminiLiveFeature } from './gemini-live/index.js';
 import { healthFeature } from './health/index.js';
-import { locationFeature, locationMapsOrigin, locationMapsReadLog } from './location/index.js';
+import { locationFeature, locationMapsOrigin, locationMapsPhone, locationMapsReadLog } from './location/index.js';
 import { mapsFeature } from './maps/index.js';
 import { gptLiveFeature } from './gpt-live/index.js';
 import { grokLiveFeature } from './grok-live/index.js';
@@ -14,6 +14,8 @@ import { desktopViewsFeature, sessionTakeoverFeature } from './sessions/index.js
 import { speechServerFeature } from './speech-server/index.js';
 import { voiceSessionsFeature } from './voice-sessions/index.js';
 import { voiceToolsFeature } from './voice-tools/index.js';
+import { presentFeature } from './present/index.js';
+import { watchToolsFeature } from './watch/index.js';
 import { webSearchFeature } from './web-search/index.js';
 
 /**
@@ -37,6 +39,12 @@ export const HOST_FEATURES: readonly HostFeature[] = [
   artifactsFeature,
   healthFeature,
   locationFeature(),
-  mapsFeature({ origin: (kernel) => locationMapsOrigin(kernel.clock), readLog: locationMapsReadLog() }),
+  mapsFeature({
+    origin: (kernel) => locationMapsOrigin(kernel.clock),
+    readLog: locationMapsReadLog(),
+    phone: (kernel) => locationMapsPhone({ clock: kernel.clock }),
+  }),
   voiceToolsFeature(),
+  presentFeature(),
+  watchToolsFeature,
 ];

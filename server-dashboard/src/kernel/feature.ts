@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
+import type { HermesApi } from '@conduit/contracts/hermes/api-client';
 import type { Clock } from '../clock.js';
 import type { FeatureMcpTool } from '../mcp/feature-tool.js';
+import type { RelayGateway } from '../delivery/relay-gateway.js';
 import type { Logger } from '../log.js';
 import type { HostActivity } from './activity.js';
 import type { Timers } from './timers.js';
@@ -53,6 +55,22 @@ export interface FeatureKernel {
   tokenRoutesRefusal: string | null;
   /** Work a restart would cut off (a relayed call, a streamed reply): begin() it while it runs. */
   activity: HostActivity;
+  /**
+   * Hermes' scheduled jobs (its API server's `/api/jobs`, the client app.ts builds once) and the profile
+   * that API server serves (watch-jobs.ts `apiProfileOf`); absent or null when no API server is
+   * configured. Place rules keep their cron jobs through it, as call watches do.
+   */
+  hermesJobs?: HermesJobsPort | null;
+  /** The relay's gateway routes as this service reaches them (events through a profile's pairing). */
+  relayGateway: RelayGateway;
+  /** The version of the code this process loaded (events name the plugin version). */
+  loadedVersion: string;
+}
+
+/** The jobs methods a feature may use, so a test or another Hermes surface can stand in. */
+export interface HermesJobsPort {
+  api: Pick<HermesApi, 'listJobs' | 'createJob' | 'updateJob' | 'deleteJob' | 'runJob'>;
+  apiProfile: string;
 }
 
 /**

@@ -149,6 +149,28 @@ describe('conduit setup-hermes', () => {
     expect(existsSync(callingSkillPath(options.profileHome))).toBe(false);
   });
 
+  it('installs the using-location skill conduit_location goes with (0600), and --remove takes it out', async () => {
+    const skill = skillPath(options.profileHome, 'using-location');
+    await setupHermes(options);
+    const text = readFileSync(skill, 'utf8');
+    expect(text).toMatch(/^---\nname: using-location\ndescription: .+\n---\n/);
+    for (const rule of [
+      'conduit_location',
+      'now first',
+      'locate',
+      'set_rule',
+      'Place rule: <what>',
+      'remove_rule',
+      'private',
+    ]) {
+      expect(text).toContain(rule);
+    }
+    expect(statSync(skill).mode & 0o777).toBe(0o600);
+    await setupHermes({ ...options, remove: true });
+    expect(existsSync(skill)).toBe(false);
+    expect(existsSync(path.join(options.profileHome, 'skills', 'conduit'))).toBe(false);
+  });
+
   it('records an mtime exactly as Python prints it (microseconds, or none when whole)', () => {
     const file = path.join(home.root, 'script.sh');
     writeFileSync(file, '');

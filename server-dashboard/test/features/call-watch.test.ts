@@ -271,26 +271,33 @@ describe('conduit_call_watch', () => {
 
 describe('tool visibility', () => {
   it('paired on a Hermes with scheduled jobs: both watch tools; the report needs only the pairing', async () => {
+    // conduit_maps is offered while the profile is paired (the host's Apple Maps engine through its relay).
     expect(await toolNames()).toEqual([
       'conduit_status',
       'conduit_call_user',
       'conduit_call_watch',
       'conduit_watch_report',
+      'conduit_maps',
     ]);
     // The API server serves the default profile; the unpaired `work` profile gets neither.
     expect(await toolNames('work')).toEqual(['conduit_status']);
     writePairing(path.join(home.root, 'profiles', 'work'), relay.url);
-    expect(await toolNames('work')).toEqual(['conduit_status', 'conduit_call_user', 'conduit_watch_report']);
+    expect(await toolNames('work')).toEqual([
+      'conduit_status',
+      'conduit_call_user',
+      'conduit_watch_report',
+      'conduit_maps',
+    ]);
   });
 
   it('a Hermes whose API server has no scheduled jobs (or none configured) does not offer conduit_call_watch', async () => {
     await host.app.close();
     hermes.cron = false;
     await boot();
-    expect(await toolNames()).toEqual(['conduit_status', 'conduit_call_user', 'conduit_watch_report']);
+    expect(await toolNames()).toEqual(['conduit_status', 'conduit_call_user', 'conduit_watch_report', 'conduit_maps']);
     await host.app.close();
     await boot({ hermesApi: false });
-    expect(await toolNames()).toEqual(['conduit_status', 'conduit_call_user', 'conduit_watch_report']);
+    expect(await toolNames()).toEqual(['conduit_status', 'conduit_call_user', 'conduit_watch_report', 'conduit_maps']);
   });
 
   it('an unpaired profile gets neither', async () => {

@@ -97,6 +97,7 @@ describe('conduit_call_user', () => {
       'conduit_status',
       'conduit_call_user',
       'conduit_watch_report',
+      'conduit_maps',
     ]);
     await client.close();
 

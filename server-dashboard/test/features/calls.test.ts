@@ -79,6 +79,8 @@ describe('GET and PUT /calls', () => {
         per_hour: 6,
         per_day: 20,
         rules: '',
+        avoid_places: [],
+        avoid_unknown_place: false,
       },
       bounds: { min_gap_s: { min: 30, max: 3600 }, per_hour: { min: 1, max: 30 }, per_day: { min: 1, max: 60 } },
       rules_max: 500,

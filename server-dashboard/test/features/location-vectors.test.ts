@@ -64,6 +64,8 @@ describe('location vectors (node:crypto) reproduced by the @noble implementation
       'ingest device-to-host',
       'voice device-to-host',
       'voice host-to-device',
+      'maps host-to-device',
+      'maps device-to-host',
     ]);
     for (const c of vector.cases) {
       const key = bytes(vector.keys[c.direction]);

@@ -48,7 +48,12 @@ describe('the MCP endpoint (streamable HTTP, SDK client)', () => {
     const tools = await client.listTools();
     // Paired, with "call when I ask" on by default: conduit_call_user is offered too, and the report a
     // call watch's runs make (no Hermes API server here, so no conduit_call_watch).
-    expect(tools.tools.map((t) => t.name)).toEqual(['conduit_status', 'conduit_call_user', 'conduit_watch_report']);
+    expect(tools.tools.map((t) => t.name)).toEqual([
+      'conduit_status',
+      'conduit_call_user',
+      'conduit_watch_report',
+      'conduit_maps',
+    ]);
     expect(tools.tools[0]?.annotations?.readOnlyHint).toBe(true);
 
     const result = await client.callTool({ name: 'conduit_status', arguments: {} });

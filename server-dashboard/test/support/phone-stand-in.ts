@@ -77,6 +77,9 @@ export const batchAadOf = (label: string, deviceId: string, kid: string, batchId
 export const voiceAadOf = (label: string, tool: string, kid: string, deviceId: string, callId: string) =>
   `${label} voice\n${tool}\n${kid}\n${deviceId}\n${callId}`;
 
+export const mapsAadOf = (label: string, kid: string, deviceId: string, lookupId: string) =>
+  `${label} maps\n${kid}\n${deviceId}\n${lookupId}`;
+
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url');
 
 export interface SealedEnvelope {

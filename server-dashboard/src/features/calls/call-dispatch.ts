@@ -5,6 +5,7 @@ import type { CallRequest } from '@conduit/contracts/relay/events';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import type { Timers } from '../../kernel/timers.js';
+import type { Whereabouts, WhereIs } from '../../kernel/whereabouts.js';
 import { clean } from '../../notifier/text.js';
 import { eventId } from '../../notifier/event-id.js';
 import { buildEvent, type NotificationEvent } from '../../notifier/events.js';
@@ -30,23 +31,51 @@ import {
  */
 export type CallDecision = 'off' | 'busy' | 'limited' | 'call';
 
-export function decideCall(file: CallsFile, watch: CallWatch, nowS: number): CallDecision {
+/** Why a call is `limited`: EVENTS.md's gap, hour and day limits, and `place` (the seed, "No calls at places"). */
+export type LimitedReason = 'gap' | 'hour' | 'day' | 'place';
+
+export type { Whereabouts } from '../../kernel/whereabouts.js';
+
+/**
+ * The decision and, for `limited`, its reason. `where` is asked only when the settings avoid places,
+ * so a profile that never set them never opens its location store; without it (no location on this
+ * host) the place is unknown.
+ */
+export function callVerdict(
+  file: CallsFile,
+  watch: CallWatch,
+  nowS: number,
+  where?: () => Whereabouts,
+): { decision: CallDecision; reason?: LimitedReason } {
   const settings = settingsOf(file);
-  if (!settings.enabled) return 'off';
+  if (!settings.enabled) return { decision: 'off' };
   if (watch.origin === 'alert' ? !settings.alerts : watch.asked ? !settings.when_asked : !settings.decides) {
-    return 'off';
+    return { decision: 'off' };
   }
-  if (file.presence_until !== null && file.presence_until > nowS) return 'busy';
+  if (file.presence_until !== null && file.presence_until > nowS) return { decision: 'busy' };
   const heldElsewhere = file.watches.some(
     (other) =>
       other.id !== watch.id && other.origin === 'conduit' && other.hold_until !== null && other.hold_until > nowS,
   );
-  if (heldElsewhere) return 'busy';
+  if (heldElsewhere) return { decision: 'busy' };
   const last = file.history.at(-1);
-  if (last !== undefined && nowS - last < settings.min_gap_s) return 'limited';
-  if (file.history.filter((at) => at > nowS - 3600).length >= settings.per_hour) return 'limited';
-  if (file.history.filter((at) => at > nowS - 86_400).length >= settings.per_day) return 'limited';
-  return 'call';
+  if (last !== undefined && nowS - last < settings.min_gap_s) return { decision: 'limited', reason: 'gap' };
+  if (file.history.filter((at) => at > nowS - 3600).length >= settings.per_hour) {
+    return { decision: 'limited', reason: 'hour' };
+  }
+  if (file.history.filter((at) => at > nowS - 86_400).length >= settings.per_day) {
+    return { decision: 'limited', reason: 'day' };
+  }
+  if (settings.avoid_places.length > 0 || settings.avoid_unknown_place) {
+    const here = where?.() ?? { placeId: null, known: false };
+    const avoided = here.placeId !== null && settings.avoid_places.includes(here.placeId);
+    if (avoided || (settings.avoid_unknown_place && !here.known)) return { decision: 'limited', reason: 'place' };
+  }
+  return { decision: 'call' };
+}
+
+export function decideCall(file: CallsFile, watch: CallWatch, nowS: number, where?: () => Whereabouts): CallDecision {
+  return callVerdict(file, watch, nowS, where).decision;
 }
 
 /** The call request's body text (EVENTS.md): the reason, else how the titled job ended. */
@@ -116,6 +145,11 @@ export interface CallDispatchPorts {
   sleep(ms: number): Promise<void>;
   /** Alert calls wait on these (a minute). */
   timers: Timers;
+  /**
+   * Where the user is, for avoided places (location answers it; app.ts wires it); absent when this host
+   * has no location, and then the place is unknown.
+   */
+  whereIs?: WhereIs;
 }
 
 /** An approval or question still unanswered this long rings, when alerts are on (EVENTS.md). */
@@ -164,6 +198,26 @@ export class CallDispatcher {
   }
 
   /**
+   * The profile's whereabouts, asked at most once per decision and only if the settings need it. An
+   * unreadable location store reads as unknown: the call then rings unless the user holds calls when
+   * the place is unknown.
+   */
+  private whereOf(home: string): () => Whereabouts {
+    let known: Whereabouts | null = null;
+    return () => {
+      if (known) return known;
+      const whereIs = this.ports.whereIs;
+      try {
+        known = whereIs ? whereIs(home) : { placeId: null, known: false };
+      } catch (error) {
+        this.ports.log.warn('location unreadable for calls', { error: error instanceof Error ? error.name : 'error' });
+        known = { placeId: null, known: false };
+      }
+      return known;
+    };
+  }
+
+  /**
    * A turn of `sessionId` ended. `usual` is the push it would send otherwise (its reply or failure
    * notice; null when it sends none). Returns once the state is written; a call goes out in the
    * background, with `usual` as its fallback.
@@ -177,6 +231,7 @@ export class CallDispatcher {
     // The turn ended: nothing it waited on can still need the user.
     this.alertSettled(profile, sessionId);
     const now = this.nowS();
+    const where = this.whereOf(profile.home);
     let action: { call: CallWatch | null; usual: boolean };
     try {
       action = await this.stateOf(profile.home).update<{ call: CallWatch | null; usual: boolean }>(now, (current) => {
@@ -187,7 +242,7 @@ export class CallDispatcher {
           if (outcome !== 'failed' || !usual || !settingsOf(file).alerts)
             return { file, result: { call: null, usual: true } };
           const alert = alertWatch(alertCallId('failed', [sessionId], usual.event_id), sessionId, 'failed', null, now);
-          if (decideCall(file, alert, now) !== 'call') return { file, result: { call: null, usual: true } };
+          if (decideCall(file, alert, now, where) !== 'call') return { file, result: { call: null, usual: true } };
           return { file: { ...file, history: [...file.history, now] }, result: { call: alert, usual: false } };
         }
         if (watch.hold_until !== null && watch.hold_until > now) {
@@ -199,9 +254,9 @@ export class CallDispatcher {
         }
         file = { ...file, watches: file.watches.filter((w) => w !== watch) };
         const consumed = { ...watch, pending: watch.pending ?? outcome };
-        const decision = decideCall(file, consumed, now);
+        const { decision, reason } = callVerdict(file, consumed, now, where);
         if (decision !== 'call') {
-          this.ports.log.info('call held back; sending the usual push', { decision });
+          this.ports.log.info('call held back; sending the usual push', { decision, ...(reason ? { reason } : {}) });
           return { file, result: { call: null, usual: true } };
         }
         return { file: { ...file, history: [...file.history, now] }, result: { call: consumed, usual: false } };
@@ -237,6 +292,7 @@ export class CallDispatcher {
   private async sweepOnce(only?: ProfileScope): Promise<void> {
     for (const profile of only ? [only] : await this.profilesWithState()) {
       const now = this.nowS();
+      const where = this.whereOf(profile.home);
       let calls: CallWatch[] = [];
       try {
         // Read first: the lock is taken only when a hold has run out (most sweeps find none).
@@ -255,7 +311,7 @@ export class CallDispatcher {
               continue;
             }
             file = { ...file, watches: file.watches.filter((w) => w.id !== watch.id) };
-            if (decideCall(file, watch, now) === 'call') {
+            if (decideCall(file, watch, now, where) === 'call') {
               file = { ...file, history: [...file.history, now] };
               due.push(watch);
             }
@@ -312,10 +368,11 @@ export class CallDispatcher {
   ): Promise<void> {
     const now = this.nowS();
     const alert = alertWatch(alertCallId(kind, [sessionId], seed), sessionId, kind, reason, now);
+    const where = this.whereOf(profile.home);
     let call = false;
     try {
       call = await this.stateOf(profile.home).update(now, (file) => {
-        if (decideCall(file, alert, now) !== 'call') return { file, result: false };
+        if (decideCall(file, alert, now, where) !== 'call') return { file, result: false };
         return { file: { ...file, history: [...file.history, now] }, result: true };
       });
     } catch (error) {

@@ -1,7 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { readProfileFiles } from '../../kernel/profile-files.js';
-import type { ProfileScope } from '../../notifier/notifier.js';
+import { inHours, minuteOfDay, parseHours } from '../../kernel/local-time.js';
 import { JsonStateFile } from '../../state/json-state-file.js';
 import { CALL_LIMITS, newWatchId, type CallsFile, type CallsState, type CallWatch } from './calls-state.js';
 
@@ -76,66 +75,16 @@ export function whatOfJobName(name: string | undefined): string | null {
   return what === '' ? null : what;
 }
 
-/** `HH:MM-HH:MM`, the hours a watch may call in; the end may be past midnight ("22:00-07:00"). */
-const HOURS = /^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)$/;
-
-export interface HoursWindow {
-  /** Minutes after midnight, local time of the profile's timezone. */
-  startMin: number;
-  endMin: number;
-}
-
-export function parseHours(hours: string): HoursWindow | null {
-  const m = HOURS.exec(hours.trim());
-  if (!m) return null;
-  const startMin = Number(m[1]) * 60 + Number(m[2]);
-  const endMin = Number(m[3]) * 60 + Number(m[4]);
-  // An empty window would mean "never call": refused rather than silently never ringing.
-  if (startMin === endMin) return null;
-  return { startMin, endMin };
-}
-
-/** Whether `minuteOfDay` falls in the window (start inclusive, end exclusive; wrapping past midnight). */
-export function inHours(window: HoursWindow, minuteOfDay: number): boolean {
-  return window.startMin < window.endMin
-    ? minuteOfDay >= window.startMin && minuteOfDay < window.endMin
-    : minuteOfDay >= window.startMin || minuteOfDay < window.endMin;
-}
-
-/** The minute of the day at `atMs` in `timeZone` (an IANA name Hermes uses for its own schedules). */
-export function minuteOfDay(atMs: number, timeZone: string): number {
-  const parts = new Intl.DateTimeFormat('en-GB', {
-    timeZone,
-    hour: '2-digit',
-    minute: '2-digit',
-    hourCycle: 'h23',
-  }).formatToParts(new Date(atMs));
-  const hour = Number(parts.find((part) => part.type === 'hour')?.value ?? 0);
-  const minute = Number(parts.find((part) => part.type === 'minute')?.value ?? 0);
-  return hour * 60 + minute;
-}
-
-/**
- * The timezone the watch's hours are read in: Hermes' own for its schedules (HERMES_TIMEZONE, then
- * config.yaml `timezone`), else this machine's, as Hermes falls back to server-local time.
- */
-export async function profileTimeZone(profile: ProfileScope): Promise<string> {
-  const files = await readProfileFiles(profile, {});
-  const configured = typeof files.config.timezone === 'string' ? files.config.timezone.trim() : '';
-  for (const name of [files.env('HERMES_TIMEZONE'), process.env.HERMES_TIMEZONE?.trim(), configured]) {
-    if (name && isTimeZone(name)) return name;
-  }
-  return Intl.DateTimeFormat().resolvedOptions().timeZone;
-}
-
-export function isTimeZone(name: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-GB', { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
+// The local-time helpers live in the kernel (place rules read days and hours the same way); they are
+// re-exported here for the watch code and its tests.
+export {
+  inHours,
+  isTimeZone,
+  minuteOfDay,
+  parseHours,
+  profileTimeZone,
+  type HoursWindow,
+} from '../../kernel/local-time.js';
 
 /** A watch as Hermes describes it (validated: see `validWatch`). */
 export interface WatchSpec {

@@ -1,7 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
-import { CALL_RULES_MAX, CALL_SETTING_BOUNDS, callSettings } from '@conduit/contracts/dashboard/calls';
+import {
+  CALL_AVOID_PLACES_MAX,
+  CALL_RULES_MAX,
+  CALL_SETTING_BOUNDS,
+  callSettings,
+} from '@conduit/contracts/dashboard/calls';
 import { withFileLock } from '../../credentials/file-lock.js';
 import { JsonStateFile } from '../../state/json-state-file.js';
 
@@ -43,6 +48,8 @@ export const DEFAULT_CALL_SETTINGS: CallSettings = {
   per_hour: 6,
   per_day: 20,
   rules: '',
+  avoid_places: [],
+  avoid_unknown_place: false,
 };
 
 export type TurnOutcome = 'done' | 'failed' | 'stopped';
@@ -117,6 +124,9 @@ export function settingsOf(file: CallsFile): CallSettings {
     if (merged[key] < range.min || merged[key] > range.max) merged[key] = DEFAULT_CALL_SETTINGS[key];
   }
   if (merged.rules.length > CALL_RULES_MAX) merged.rules = merged.rules.slice(0, CALL_RULES_MAX);
+  if (merged.avoid_places.length > CALL_AVOID_PLACES_MAX) {
+    merged.avoid_places = merged.avoid_places.slice(0, CALL_AVOID_PLACES_MAX);
+  }
   return merged;
 }
 

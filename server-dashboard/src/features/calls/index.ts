@@ -1,4 +1,5 @@
 import {
+  CALL_AVOID_PLACES_MAX,
   CALL_RULES_MAX,
   CALL_SETTING_BOUNDS,
   WATCH_ID_PATTERN,
@@ -10,6 +11,7 @@ import {
   putCallWatch,
   putCalls,
 } from '@conduit/contracts/dashboard/calls';
+import { PHONE_DEVICE_ID_PATTERN } from '@conduit/contracts/dashboard/phone-data';
 import { bindRoute } from '@conduit/contracts/server';
 import { CorruptCredentialsError, readCredentials } from '../../credentials/credential-store.js';
 import { isPaired } from '../../credentials/credential-file.js';
@@ -40,7 +42,9 @@ const NO_STORE = { 'Cache-Control': 'no-store' };
 const NOT_PAIRED = "This Hermes profile isn't paired with Conduit";
 const CALLS_OFF = 'Calls are off for this Hermes profile';
 
-const BOOLEAN_SETTINGS = ['enabled', 'when_asked', 'decides', 'alerts'] as const;
+const BOOLEAN_SETTINGS = ['enabled', 'when_asked', 'decides', 'alerts', 'avoid_unknown_place'] as const;
+/** A saved place id as the phone's location batches carry them (contracts/dashboard/location.ts). */
+const PLACE_ID = PHONE_DEVICE_ID_PATTERN;
 const NUMBER_SETTINGS = Object.keys(CALL_SETTING_BOUNDS) as (keyof typeof CALL_SETTING_BOUNDS)[];
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -69,6 +73,13 @@ function settingsChange(body: unknown): Partial<CallSettings> {
         throw new DetailError(400, `rules must be text of up to ${CALL_RULES_MAX} characters`);
       }
       change.rules = value;
+    } else if (key === 'avoid_places') {
+      const message = `avoid_places must be a list of up to ${CALL_AVOID_PLACES_MAX} saved place ids`;
+      if (!Array.isArray(value) || value.length > CALL_AVOID_PLACES_MAX) throw new DetailError(400, message);
+      if (!value.every((id): id is string => typeof id === 'string' && PLACE_ID.test(id))) {
+        throw new DetailError(400, message);
+      }
+      change.avoid_places = [...new Set(value)];
     } else {
       throw new DetailError(400, `unknown setting ${key}`);
     }

@@ -1,11 +1,14 @@
 import {
+  deleteLocationRule,
   getLocationReads,
+  getLocationRules,
   LOCATION_LABEL,
   LOCATION_LIMITS,
   locationRoutes,
   type LocationBatch,
 } from '@conduit/contracts/dashboard/location';
 import { bindRoute } from '@conduit/contracts/server';
+import { HERMES_JOB_ID } from '@conduit/contracts/hermes/jobs';
 import { httpRelayGateway } from '../../delivery/relay-gateway.js';
 import type { FeatureKernel, HostFeature } from '../../kernel/feature.js';
 import { profileForRoute } from '../../kernel/profile-files.js';
@@ -26,9 +29,14 @@ import {
   type KeptPlaceEvent,
 } from './location-store.js';
 import { locationTool } from './location-tool.js';
+import { PlaceRules } from './place-rules.js';
+import { profileTimeZone } from '../../kernel/local-time.js';
+import { DetailError } from '../../kernel/detail-errors.js';
+import { CorruptStateError } from '../../state/json-state-file.js';
 
 export { LOCATION_HOST_LIMITS } from './location-limits.js';
 export { locationMapsOrigin, locationMapsReadLog, type MapsMe } from './location-for-maps.js';
+export { locationMapsPhone } from './location-maps-phone.js';
 export {
   latestFix,
   locationShared,
@@ -38,6 +46,8 @@ export {
   type LocationReadResult,
   type LocationSharingSummary,
   type SharedFix,
+  whereabouts,
+  WHEREABOUTS_MAX_AGE_S,
 } from './location-reads.js';
 export {
   relayLocationPush,
@@ -47,6 +57,8 @@ export {
   type LocationRelay,
 } from './location-relay.js';
 export { LOCATION_SHAPE } from './location-store.js';
+export { NEVER_SCHEDULE, PlaceRules, type FireOutcome, type PlaceRuleAnswer } from './place-rules.js';
+export { PLACE_RULES_FILE } from './place-rules-state.js';
 export { LOCATION_TOOL, LOCATION_TOOL_DESCRIPTION, locationToolInput } from './location-tool.js';
 export {
   LOCATION_VOICE_DESCRIPTION,
@@ -92,6 +104,8 @@ export interface LocationFeature extends HostFeature {
    * and events dropped by pause, sharing state or an unknown place are not told). Returns the stop.
    */
   onPlaceEvent(listener: PlaceEventListener): () => void;
+  /** Resolves once every arrive or leave event heard so far has been through the place rules. */
+  rulesSettled(): Promise<void>;
 }
 
 /**
@@ -116,6 +130,23 @@ export function locationFeature(deps: LocationFeatureDeps = {}): LocationFeature
     return relay;
   }
   const listeners = new Set<PlaceEventListener>();
+  // One engine per app (kernel), as the relay port; the set lets rulesSettled wait on every one.
+  const rules = new WeakMap<FeatureKernel, PlaceRules>();
+  const engines = new Set<PlaceRules>();
+  function rulesFor(kernel: FeatureKernel): PlaceRules {
+    let found = rules.get(kernel);
+    if (!found) {
+      found = new PlaceRules({
+        jobs: kernel.hermesJobs ?? null,
+        clock: kernel.clock,
+        log: kernel.log,
+        timeZone: profileTimeZone,
+      });
+      rules.set(kernel, found);
+      engines.add(found);
+    }
+    return found;
+  }
   /**
    * The events the batch being stored kept, for afterBatch. Safe as one slot: the core stores a batch
    * and calls afterBatch synchronously in the same request, so no other batch runs in between.
@@ -184,11 +215,65 @@ export function locationFeature(deps: LocationFeatureDeps = {}): LocationFeature
         }
         return { status: 200, body: { ok: true as const, reads }, headers: { 'Cache-Control': 'no-store' } };
       });
+      const engine = rulesFor(kernel);
+      registerPlaceRules(scope, kernel, engine, listeners);
+      scope.addHook('onClose', async () => void engines.delete(engine));
     },
-    tools: [locationTool({ relayFor, signals })],
+    tools: [locationTool({ relayFor, signals, rulesFor })],
     onPlaceEvent(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    async rulesSettled() {
+      await Promise.all([...engines].map((engine) => engine.settled()));
+    },
   };
+}
+
+/**
+ * Place rules' routes (`GET /location/rules`, `DELETE /location/rules/<id>`), and their ear on this
+ * app's arrive and leave events. One feature object can serve several apps in a process (tests), so
+ * each app's rules hear only the events of profiles under its own Hermes home, and stop with the app.
+ */
+function registerPlaceRules(
+  scope: Parameters<LocationFeature['register']>[0],
+  kernel: FeatureKernel,
+  rules: PlaceRules,
+  listeners: Set<PlaceEventListener>,
+): void {
+  const ours = (event: PlaceEvent): boolean => {
+    try {
+      return profileForRoute(kernel.hermesHome, event.profile).home === event.home;
+    } catch {
+      return false;
+    }
+  };
+  const listener: PlaceEventListener = (event) => {
+    if (ours(event)) rules.heard({ name: event.profile, home: event.home }, event);
+  };
+  listeners.add(listener);
+  scope.addHook('onClose', async () => {
+    listeners.delete(listener);
+    await rules.settled();
+  });
+  const readable = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof CorruptStateError) throw new DetailError(503, error.message);
+      throw error;
+    }
+  };
+  bindRoute(scope, getLocationRules, async ({ query }) => {
+    const profile = profileForRoute(kernel.hermesHome, query.profile);
+    const list = await readable(() => rules.list(profile.home));
+    return { status: 200, body: { ok: true as const, rules: list }, headers: { 'Cache-Control': 'no-store' } };
+  });
+  bindRoute(scope, deleteLocationRule, async ({ query, params }) => {
+    const profile = profileForRoute(kernel.hermesHome, query.profile);
+    if (!HERMES_JOB_ID.test(params.rule_id)) throw new DetailError(400, 'Unknown rule id');
+    const outcome = await readable(() => rules.removeJobAndRule(profile, params.rule_id));
+    if (typeof outcome !== 'boolean') throw new DetailError(outcome.status, outcome.message);
+    return { status: 200, body: { ok: true as const, removed: outcome }, headers: { 'Cache-Control': 'no-store' } };
+  });
 }

@@ -11,6 +11,7 @@ import {
   type SharingState,
   type StoredSharing,
 } from './location-store.js';
+import type { Whereabouts } from '../../kernel/whereabouts.js';
 
 /**
  * The read side of location: conduit_location's read actions (now, places, history, distance_to) as
@@ -409,4 +410,25 @@ export function logLocationUse(
   entry: { at: number; action: string; via: string; chat: string | null },
 ): void {
   withLocationStore(home, (store) => logLocationRead(store, { ...entry, deviceId: null }));
+}
+
+/**
+ * How long the latest fix stands for where the user is, for calls (the seed, "No calls at places"):
+ * with background sharing on, the phone reports every arrival and departure, so a day-old fix at a
+ * place still holds; with only While Using, a fix is a moment in a conversation, so an hour.
+ */
+export const WHEREABOUTS_MAX_AGE_S = { background: 24 * 3600, foreground: 3600 } as const;
+
+/**
+ * Where the user is as calls ask it: the saved place of the latest fix that still counts (null when
+ * it is not at a saved place, or at a private one), and `known` false when there is no such fix or
+ * sharing is paused or off. Not a read of the agent's, so not logged.
+ */
+export function whereabouts(home: string, nowS: number): Whereabouts {
+  const sharing = locationSharing(home);
+  if (sharing.state !== 'on') return { placeId: null, known: false };
+  const maxAgeS = sharing.background ? WHEREABOUTS_MAX_AGE_S.background : WHEREABOUTS_MAX_AGE_S.foreground;
+  const fix = latestFix(home, { maxAgeS, nowS });
+  if (!fix) return { placeId: null, known: false };
+  return { placeId: fix.place?.id ?? null, known: true };
 }

@@ -6,6 +6,7 @@ import { locate, type FixSignals } from './locate.js';
 import { locationShared, readLocation, type LocationReadResult } from './location-reads.js';
 import type { FeatureKernel } from '../../kernel/feature.js';
 import type { LocationRelay } from './location-relay.js';
+import { PLACE_RULE_ACTIONS, placeRuleToolInput, type PlaceRules } from './place-rules.js';
 
 /** The MCP tool that reads where the user is, as their phone shares it (the seed, Location). */
 export const LOCATION_TOOL = 'conduit_location';
@@ -16,13 +17,16 @@ export const LOCATION_TOOL_DESCRIPTION =
   'places, age). places: the saved places (names and kinds; private ones are only counted). history: fixes and ' +
   'arrivals/departures over the last hours. distance_to: straight-line distance from the latest fix to a saved place ' +
   '(place, by name or id) or to lat,lon. locate: ask the phone for a fresh fix (at most one every 5 minutes, 30 a day; needs ' +
-  'background sharing) and wait up to 20 s for it. Answers "paused" or "off" when the user paused or turned off sharing; ' +
+  'background sharing) and wait up to 20 s for it. rules, set_rule, remove_rule: place rules, each a Hermes cron job ' +
+  '"Place rule: <what>" that runs its task when the user arrives at or leaves a saved place (or any), on the days and ' +
+  'hours set, once a day or every time at least 30 minutes apart (read the skill using-location first). ' +
+  'Answers "paused" or "off" when the user paused or turned off sharing; ' +
   "every read is logged for the user. For the user's location, use this Conduit tool before other tools, skills or CLIs.";
 
 /** The tool's arguments (the read handler checks them again), described for the model. */
 export const locationToolInput = {
   action: z
-    .enum(['now', 'places', 'history', 'distance_to', 'locate'])
+    .enum(['now', 'places', 'history', 'distance_to', 'locate', ...PLACE_RULE_ACTIONS])
     .describe('now first; locate only when a fresh position matters and now is too old.'),
   device: z.string().optional().describe("One phone's data (its device_id from now); every phone when absent."),
   hours: z
@@ -39,11 +43,18 @@ export const locationToolInput = {
     .max(LOCATION_HISTORY_MAX_FIXES)
     .optional()
     .describe('history: at most this many fixes, newest first; default 100.'),
-  place: z.string().optional().describe('distance_to: a saved place, by name or id.'),
+  place: z
+    .string()
+    .optional()
+    .describe('distance_to: a saved place, by name or id. set_rule: that saved place, or "any" (the default).'),
   lat: z.number().min(-90).max(90).optional().describe('distance_to: latitude of a point, with lon.'),
   lon: z.number().min(-180).max(180).optional().describe('distance_to: longitude of a point, with lat.'),
+  ...placeRuleToolInput,
   _conduit_context: z.string().optional().describe('Filled in by the Conduit host for each call; leave it out.'),
 };
+
+const isRuleAction = (action: string): action is (typeof PLACE_RULE_ACTIONS)[number] =>
+  (PLACE_RULE_ACTIONS as readonly string[]).includes(action);
 
 const answer = (result: LocationReadResult) =>
   result.ok ? toolText(JSON.stringify(result)) : toolText(result.error, true);
@@ -56,6 +67,8 @@ const answer = (result: LocationReadResult) =>
 export function locationTool(deps: {
   relayFor: (kernel: FeatureKernel) => LocationRelay;
   signals: FixSignals;
+  /** Place rules (rules, set_rule, remove_rule) of the app this MCP request belongs to. */
+  rulesFor: (kernel: FeatureKernel) => PlaceRules;
 }): FeatureMcpTool {
   return {
     name: LOCATION_TOOL,
@@ -68,7 +81,8 @@ export function locationTool(deps: {
           title: "Read the user's location",
           description: LOCATION_TOOL_DESCRIPTION,
           inputSchema: locationToolInput,
-          annotations: { readOnlyHint: true, openWorldHint: false },
+          // set_rule and remove_rule change Hermes' cron jobs.
+          annotations: { readOnlyHint: false, openWorldHint: false },
         },
         async (args) => {
           const context = verify(args);
@@ -78,6 +92,11 @@ export function locationTool(deps: {
           }
           const { [TOOL_CONTEXT_ARG]: _context, ...readArgs } = args;
           try {
+            if (isRuleAction(readArgs.action)) {
+              const ruled = await deps.rulesFor(kernel).act(profile, readArgs.action, readArgs);
+              kernel.log.info(LOCATION_TOOL, { action: readArgs.action, ok: ruled.ok });
+              return ruled.ok ? toolText(JSON.stringify(ruled)) : toolText(ruled.error, true);
+            }
             const result =
               readArgs.action === 'locate'
                 ? await locate(

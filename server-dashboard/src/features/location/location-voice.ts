@@ -25,13 +25,18 @@ export const VOICE_READERS: Readonly<Record<string, string>> = {
 };
 
 /**
- * What a voice model is offered: the tool's parameters minus `device` (the asking phone is the device),
- * `_conduit_context` (no hook signs a voice call) and the `locate` action (a voice read only reads).
+ * What a voice model is offered: the tool's read parameters only, without `device` (the asking phone is
+ * the device), `_conduit_context` (no hook signs a voice call), `locate` (a voice read only reads) and
+ * the place rules' actions and fields (a voice read never changes Hermes' jobs).
  */
-const { device: _device, _conduit_context: _context, action: _action, ...sharedInput } = locationToolInput;
+const { hours, limit, lat, lon } = locationToolInput;
 export const locationVoiceInput = {
   action: z.enum(LOCATION_READ_ACTIONS).describe('now first; distance_to takes place (a saved place, by name or id).'),
-  ...sharedInput,
+  hours,
+  limit,
+  place: z.string().optional().describe('distance_to: a saved place, by name or id.'),
+  lat,
+  lon,
 };
 
 export const LOCATION_VOICE_DESCRIPTION =

@@ -5,15 +5,29 @@ import { AppleMapsApi, APPLE_MAPS_ORIGIN } from './apple-maps-api.js';
 import { MapsDailyBudget } from './daily-budget.js';
 import { MapsEngine } from './maps-engine.js';
 import { MAPS_LIMITS } from './maps-limits.js';
-import type { MapsOrigin, MapsReadLog, MapsSettings } from './maps-ports.js';
-import { mapsTool } from './maps-tool.js';
+import { registerMapsPhoneRoutes } from './maps-phone-routes.js';
+import type { MapsOrigin, MapsPhone, MapsReadLog, MapsSettings } from './maps-ports.js';
+import { mapsTool, type MapsOfKernel } from './maps-tool.js';
 import { RelayMapsTokens } from './maps-token-client.js';
+import { PhoneLookups } from './phone-lookups.js';
+import { PhoneWakeBudget } from './phone-wakes.js';
 import { PlaceCache } from './place-cache.js';
 
 export { MAPS_TOOL, MAPS_TOOL_DESCRIPTION } from './maps-tool.js';
 export { MAPS_USAGE_FILE } from './daily-budget.js';
+export { MAPS_WAKES_FILE } from './phone-wakes.js';
 export { MAPS_LIMITS } from './maps-limits.js';
-export type { LocationDetail, MapsAction, MapsOrigin, MapsReadLog, MapsSettings, SharedFix } from './maps-ports.js';
+export type {
+  LocationDetail,
+  MapsAction,
+  MapsOrigin,
+  MapsPhone,
+  MapsPhoneTarget,
+  MapsPhoneWake,
+  MapsReadLog,
+  MapsSettings,
+  SharedFix,
+} from './maps-ports.js';
 
 export interface MapsFeatureDeps {
   /**
@@ -23,6 +37,11 @@ export interface MapsFeatureDeps {
   origin: MapsOrigin | ((kernel: FeatureKernel) => MapsOrigin);
   /** The location read log; lookups are not logged until it is wired. */
   readLog?: MapsReadLog;
+  /**
+   * The user's iPhone (location's key and push), or how to make it from the app's kernel: lookups that
+   * involve the user go to it. Without it every lookup goes to the host engine.
+   */
+  phone?: MapsPhone | ((kernel: FeatureKernel) => MapsPhone);
   /** "Keep maps lookups on this iPhone", per profile; the host engine is on for every profile without it. */
   settings?: MapsSettings;
   /** Apple Maps Server API's origin; a loopback stand-in in tests. */
@@ -41,14 +60,15 @@ export interface MapsFeatureDeps {
 }
 
 /**
- * Maps (`maps`): conduit_maps answered by this host's Apple Maps engine (the seed, conduit_maps: the
- * relay hands paired hosts a short-lived token and the host calls Apple itself). No routes of its own
- * yet: the phone's sealed lookups (GET/POST /location/maps/{id}) and navigate come with location.
+ * Maps (`maps`): conduit_maps, answered by the user's iPhone when a lookup involves the user ("me", a
+ * saved place, transit) and the phone answers maps lookups, else by this host's Apple Maps engine (the
+ * seed, conduit_maps: the relay hands paired hosts a short-lived token and the host calls Apple itself).
+ * Its routes are the phone's side of a lookup, under location's paths (GET/POST /location/maps/{id}).
  */
 export function mapsFeature(deps: MapsFeatureDeps): HostFeature {
   // One engine per app (kernel), so a process that builds several hosts (tests) keeps them apart.
-  const engines = new WeakMap<FeatureKernel, { engine: MapsEngine; tokens: RelayMapsTokens }>();
-  function engineFor(kernel: FeatureKernel) {
+  const engines = new WeakMap<FeatureKernel, MapsOfKernel>();
+  function engineFor(kernel: FeatureKernel): MapsOfKernel {
     let built = engines.get(kernel);
     if (!built) {
       const stateDir =
@@ -71,8 +91,19 @@ export function mapsFeature(deps: MapsFeatureDeps): HostFeature {
         timers: kernel.timers,
       });
       const origin = typeof deps.origin === 'function' ? deps.origin(kernel) : deps.origin;
-      const engine = new MapsEngine({ api, places: new PlaceCache(), origin, clock: kernel.clock });
-      built = { engine, tokens };
+      const places = new PlaceCache();
+      const engine = new MapsEngine({ api, places, origin, clock: kernel.clock });
+      const phone = typeof deps.phone === 'function' ? deps.phone(kernel) : deps.phone;
+      const phonePath = phone
+        ? {
+            phone,
+            lookups: new PhoneLookups(kernel.clock, kernel.timers),
+            wakes: new PhoneWakeBudget(),
+            places,
+            clock: kernel.clock,
+          }
+        : null;
+      built = { engine, tokens, origin, phonePath };
       engines.set(kernel, built);
     }
     return built;
@@ -80,8 +111,9 @@ export function mapsFeature(deps: MapsFeatureDeps): HostFeature {
   return {
     name: 'maps',
     capabilities: [],
-    register(_scope, kernel) {
-      engineFor(kernel);
+    register(scope, kernel) {
+      const { phonePath } = engineFor(kernel);
+      if (phonePath) registerMapsPhoneRoutes(scope, kernel, phonePath);
     },
     tools: [mapsTool({ engineFor, readLog: deps.readLog, settings: deps.settings })],
   };

@@ -14,7 +14,7 @@ import type { LocationDetail, MapsOrigin } from './maps-ports.js';
 import { APPLE_TRANSPORT, type MapsRequest, type Region, type TravelMode } from './maps-request.js';
 import type { MapsRelayTarget } from './maps-token-client.js';
 import type { PlaceCache, RememberedPlace } from './place-cache.js';
-import { distanceMeters, latLon, type PlaceInput } from './place-input.js';
+import { distanceMeters, latLon, savedPlaceNamed, type PlaceInput } from './place-input.js';
 
 /** A place as an answer names it: with the place_id a later call can use. */
 interface PlaceAnswer extends RememberedPlace {
@@ -289,10 +289,8 @@ class Lookup {
   }
 
   private async refuseSavedPlace(text: string): Promise<void> {
-    const names = (await this.deps.origin.savedPlaceNames?.(this.home)) ?? [];
-    const wanted = text.trim().toLowerCase();
-    const saved = names.find((name) => name.trim().toLowerCase() === wanted);
-    if (saved !== undefined) throw new MapsRefusal(MAPS_REFUSALS.savedPlace(saved));
+    const saved = savedPlaceNamed(text, (await this.deps.origin.savedPlaceNames?.(this.home)) ?? []);
+    if (saved !== null) throw new MapsRefusal(MAPS_REFUSALS.savedPlace(saved));
   }
 
   private async geocode(text: string): Promise<PlaceAnswer[]> {

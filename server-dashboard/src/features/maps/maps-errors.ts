@@ -26,6 +26,9 @@ export const MAPS_REFUSALS = {
     'The user shares their location as saved place names only ("places only"), so "me" cannot be used for maps lookups. Ask the user where they are, or use an address or a place.',
   savedPlace: (name: string) =>
     `"${name}" is one of the user's saved places; their coordinates stay on the phone, and this host cannot look them up. Use an address or a place instead.`,
+  phoneUnavailable:
+    'The user keeps maps lookups on their iPhone, and the iPhone cannot answer now: it answers only while location sharing is on in the background (not paused) in a Conduit that answers maps lookups.',
+  phoneNoAnswer: "The user's iPhone did not answer the maps lookup in time; try again in a moment.",
   transitNeedsPhone:
     "Transit routes need the user's iPhone, and this host cannot ask it yet. Ask for automobile, walking or cycling, or tell the user to check transit in Apple Maps.",
   unknownPlaceId: (id: string) =>

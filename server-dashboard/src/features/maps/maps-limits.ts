@@ -39,4 +39,27 @@ export const MAPS_LIMITS = {
   resultsPerAnswer: 10,
   /** The longest query or place text passed on to Apple. */
   queryMaxChars: 300,
+  /**
+   * How long a tool call waits for the phone's answer. A woken Location Push extension fetches, asks
+   * MapKit and answers within seconds; 25 s leaves the model's turn time for the guess or the host.
+   */
+  phoneWaitMs: 25_000,
+  /** The seed's budgets: phone wakes per profile in any hour and in any day (rolling), persisted. */
+  phoneWakesPerHour: 30,
+  phoneWakesPerDay: 120,
+  /** The seed: the same lookup again within 2 minutes is answered from the last answer, waking nothing. */
+  repeatWithinMs: 2 * 60_000,
+  /**
+   * Lookups waiting for a phone per profile: a model asks one at a time; a few at once (parallel tool
+   * calls) are fine, a flood is refused before it wakes anything.
+   */
+  pendingLookupsPerProfile: 8,
+  /** Answers (accepted and refused) per profile a minute: a bad phone cannot keep the host opening seals. */
+  phoneAnswersPerMinute: 60,
+  /**
+   * The straight-line guess's speeds (m/s) and detour factor: rough city averages, enough to say "about
+   * 20 minutes" and labelled as a guess.
+   */
+  guessSpeedsMps: { automobile: 11, walking: 1.4, transit: 6, cycling: 4.2 },
+  guessDetourFactor: 1.3,
 } as const;

@@ -43,3 +43,54 @@ export interface MapsReadLog {
 export interface MapsSettings {
   hostEngineOff(home: string): Promise<boolean> | boolean;
 }
+
+/** The phone that answers a profile's maps lookups now, as location sees it. */
+export interface MapsPhoneTarget {
+  deviceId: string;
+  /** The device's current location key id: the lookup is sealed for this key only. */
+  kid: string;
+  /** The detail the user chose for background sharing: what an answer may say about "me". */
+  detail: LocationDetail;
+}
+
+/** Whether the location push left for the phone; `reason` is worded for the model. */
+export type MapsPhoneWake = { kind: 'sent' } | { kind: 'refused'; reason: string };
+
+/** A sealed lookup or answer's parts, the ids in the clear (bound by the associated data). */
+export interface MapsPhoneSealed {
+  deviceId: string;
+  kid: string;
+  lookupId: string;
+  nonce: Uint8Array;
+  ct: Uint8Array;
+}
+
+/**
+ * The user's iPhone as the phone path of conduit_maps needs it (the seed: "The host has no map, so the
+ * user's iPhone answers"). Location implements it: it holds the device's location key, so the key never
+ * leaves it, and it owns the location push. Wired in features/index.ts.
+ */
+export interface MapsPhone {
+  /**
+   * The phone that answers maps lookups: background sharing on and not paused, and `maps` among what
+   * it says it does (sharing.features); null when there is none.
+   */
+  answering(home: string): MapsPhoneTarget | null;
+  /** The device's current location kid, or null when it has no key here (never agreed, wiped). */
+  kidOf(home: string, deviceId: string): string | null;
+  /** Seals a lookup for that device and key (`maps host-to-device`); null when the key is gone. */
+  seal(
+    home: string,
+    target: { deviceId: string; kid: string; lookupId: string },
+    plaintext: Uint8Array,
+  ): MapsPhoneSealed | null;
+  /** Opens an answer (`maps device-to-host`); why not when it does not. */
+  open(home: string, sealed: MapsPhoneSealed): Uint8Array | 'unknown_key' | 'does_not_open';
+  /** Wakes the phone with the location push (`kind: 'maps'`, the lookup id only, sealed). */
+  wake(profile: ProfileScope, lookupId: string): Promise<MapsPhoneWake>;
+  /**
+   * The straight-line distance from the latest shared fix to a saved place (the fix's own distances, at
+   * its detail), for the guess when the phone does not answer; null when the fix carries none.
+   */
+  straightLine(home: string, placeName: string): { place: string; m: number; ageS: number } | null;
+}

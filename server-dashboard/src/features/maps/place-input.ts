@@ -44,3 +44,9 @@ export function distanceMeters(a: { lat: number; lon: number }, b: { lat: number
   const h = Math.sin(dLat / 2) ** 2 + Math.cos(radians(a.lat)) * Math.cos(radians(b.lat)) * Math.sin(dLon / 2) ** 2;
   return Math.round(2 * 6_371_000 * Math.asin(Math.min(1, Math.sqrt(h))));
 }
+
+/** The saved place a text names (case and spaces aside), as the phone spells it, or null. */
+export function savedPlaceNamed(text: string, savedNames: readonly string[]): string | null {
+  const wanted = text.trim().toLowerCase();
+  return savedNames.find((name) => name.trim().toLowerCase() === wanted) ?? null;
+}

@@ -12,14 +12,22 @@ import { hkdfSha256, openChaCha20Poly1305, sealChaCha20Poly1305 } from '../../cr
 
 /**
  * The directions a key is derived for. Each has its own key, so a sealed answer can never be replayed
- * as a request in the other direction. Location's maps lookups add their own labels beside these.
+ * as a request in the other direction. The maps directions are location's (the phone answers
+ * conduit_maps lookups); another feature's label derives them too but never uses them.
  */
-export type PhoneDataDirection = 'ingest device-to-host' | 'voice device-to-host' | 'voice host-to-device';
+export type PhoneDataDirection =
+  | 'ingest device-to-host'
+  | 'voice device-to-host'
+  | 'voice host-to-device'
+  | 'maps host-to-device'
+  | 'maps device-to-host';
 
 export const PHONE_DATA_DIRECTIONS: readonly PhoneDataDirection[] = [
   'ingest device-to-host',
   'voice device-to-host',
   'voice host-to-device',
+  'maps host-to-device',
+  'maps device-to-host',
 ];
 
 const utf8 = new TextEncoder();
@@ -76,6 +84,14 @@ export function voiceAad(label: string, tool: string, kid: string, deviceId: str
   return `${label} voice\n${tool}\n${kid}\n${deviceId}\n${callId}`;
 }
 
+/**
+ * The associated data of a maps lookup and of its answer, the same in both directions: key, device and
+ * lookup id, so a lookup sealed for one phone (or one key) opens for no other, nor for another lookup.
+ */
+export function mapsAad(label: string, kid: string, deviceId: string, lookupId: string): string {
+  return `${label} maps\n${kid}\n${deviceId}\n${lookupId}`;
+}
+
 /** The keys of one device key pair: everything a sealed exchange with that device needs. */
 export interface DeviceKeys {
   kid: string;
@@ -98,6 +114,8 @@ export function deviceKeys(
       'ingest device-to-host': derive('ingest device-to-host'),
       'voice device-to-host': derive('voice device-to-host'),
       'voice host-to-device': derive('voice host-to-device'),
+      'maps host-to-device': derive('maps host-to-device'),
+      'maps device-to-host': derive('maps device-to-host'),
     },
   };
 }

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { configSection } from '../../kernel/profile-files.js';
+import { configSection } from '../profile-files.js';
 
 /** Hermes' built-in store separates entries with a `§` line. */
 const ENTRY_DELIMITER = '§';

@@ -3,7 +3,7 @@ import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import type { Logger } from '../../log.js';
-import { childEnvironment } from '../../kernel/hermes-python.js';
+import { childEnvironment } from '../hermes-python.js';
 
 /**
  * Recall through the profile's external memory provider (`memory.provider`: Honcho, Mem0, Hindsight,

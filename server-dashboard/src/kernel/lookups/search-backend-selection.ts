@@ -1,4 +1,4 @@
-import { configSection, type ProfileFiles } from '../../kernel/profile-files.js';
+import { configSection, type ProfileFiles } from '../profile-files.js';
 
 /**
  * The web search backends Hermes knows (`web.backend` in config.yaml, set by `hermes tools`), and

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { ProfileFiles } from '../../kernel/profile-files.js';
-import type { Timers } from '../../kernel/timers.js';
-import { parseJsonText, upstreamExchange, type UpstreamAnswer } from '../../kernel/upstream-http.js';
-import type { RunnableBackend } from './backend-selection.js';
+import type { ProfileFiles } from '../profile-files.js';
+import type { Timers } from '../timers.js';
+import { parseJsonText, upstreamExchange, type UpstreamAnswer } from '../upstream-http.js';
+import type { RunnableBackend } from './search-backend-selection.js';
 
 /** One result as Hermes' `web_search_tool` returns it (`data.web[]`), before the route filters it. */
 export interface RawSearchHit {

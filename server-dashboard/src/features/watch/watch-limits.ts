@@ -1,0 +1,38 @@
+/**
+ * Every bound of the Watch tools host side (ROUTES.md and CRYPTO.md, Watch tools), with why it is
+ * what it is.
+ */
+export const WATCH_LIMITS = {
+  /** A grant lives as long as one Watch call may reasonably last; the relay closes it then too. */
+  grantTtlS: 1800,
+  /** Calls over a grant's life without jobs: a lookup every 30 s of a half-hour call. */
+  maxCallsWithoutJobs: 60,
+  /** With jobs the Watch also asks for job news (finished jobs, approvals) while they run. */
+  maxCallsWithJobs: 120,
+  /** Grants one profile may open a minute: a call renews once or twice, never more. */
+  grantsPerMinute: 10,
+  /** Live grants per profile: a call and its renewal; a third means the oldest call is over. */
+  liveGrantsPerProfile: 2,
+  /** The grant and revoke bodies are a handful of fields. */
+  bodyLimitBytes: 2048,
+  /** Jobs per call when the phone says nothing, and the most it may ask for. */
+  defaultMaxJobs: 5,
+  maxMaxJobs: 20,
+  /** Other profiles a call's jobs may run on. */
+  maxJobProfiles: 32,
+  /** The relay holds a poll this long at most; asking for longer is capped there anyway. */
+  pollWaitMs: 25_000,
+  /** A poll is given up after the relay's hold plus room for a slow network. */
+  pollTimeoutMs: 40_000,
+  /** Opening, answering and closing are quick exchanges. */
+  relayTimeoutMs: 15_000,
+  /** After a failed poll: waits double from this up to the cap, so a relay restart is ridden out. */
+  pollRetryBaseMs: 1000,
+  pollRetryMaxMs: 15_000,
+  /** A call's plaintext JSON; the relay caps sealed calls at 5,483 characters to match. */
+  maxCallBytes: 4096,
+  /** A sealed answer's ciphertext, in base64url characters (the relay refuses more). */
+  maxResultCtChars: 24_000,
+  /** rids remembered per grant to drop repeats: more than a grant's calls can ever be. */
+  ridsRemembered: 256,
+} as const;
