@@ -38,7 +38,7 @@ export interface RelayDeps {
   random?: (size: number) => Buffer;
   log?: RelayLog;
   accessLog?: AccessLog;
-  /** How the credential index hears of other processes' writes (one process: none; issue 22 item 2). */
+  /** How the credential index hears of other processes' writes (default: REDIS_URL's, else none). */
   indexInvalidation?: IndexInvalidation;
 }
 
@@ -93,7 +93,26 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
   const log = deps.log ?? defaultLog();
   const accessLog = deps.accessLog ?? jsonLine(process.stdout);
   const database = deps.store ?? (await openPrismaStore(config.databaseUrl));
-  const indexed = new IndexedStore(database, undefined, deps.indexInvalidation);
+  const ledgerBounds = {
+    ttlMs: FIXED_LIMITS.eventIdTtlMs,
+    perInstallation: config.limits.maxEventIdsPerInstallation,
+    total: config.limits.maxEventIds,
+  };
+  // REDIS_URL: one replica of several; the short-lived state they must agree on lives in Redis. Loaded
+  // only then: one process never loads the Redis client.
+  const sharedState = config.sharedState
+    ? await (await import('./cluster/shared-state.js')).openSharedState(config.sharedState, ledgerBounds, now, log)
+    : undefined;
+  let listening = false;
+  const indexed = new IndexedStore(database, undefined, deps.indexInvalidation ?? sharedState?.invalidation, {
+    sharedCapacity: sharedState !== undefined,
+    verifyMisses: sharedState !== undefined,
+    // Other replicas' changes may have been missed: load the index again (lookups ask the database
+    // meanwhile). Before the port opens, the load that starts then covers it.
+    onResync: () => {
+      if (listening) loadIndex(() => indexed.forgetInstallations());
+    },
+  });
   const store: RelayStore = indexed;
   let indexLoad: Promise<unknown> = Promise.resolve();
   // In the background: the relay answers from the start, asking the database until the index is
@@ -131,15 +150,8 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
   const context: RelayContext = {
     config,
     store,
-    limiter: new MemoryRateLimiter(now),
-    ledger: new MemoryEventLedger(
-      {
-        ttlMs: FIXED_LIMITS.eventIdTtlMs,
-        perInstallation: config.limits.maxEventIdsPerInstallation,
-        total: config.limits.maxEventIds,
-      },
-      now,
-    ),
+    limiter: sharedState?.limiter ?? new MemoryRateLimiter(now),
+    ledger: sharedState?.ledger ?? new MemoryEventLedger(ledgerBounds, now),
     rings: new MemoryRingRegistry({ ttlMs: FIXED_LIMITS.ringTtlMs, max: FIXED_LIMITS.maxRings }, now),
     ringSessions: new MemoryRingSessionStore(
       {
@@ -233,9 +245,13 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
     await activity.flush();
     await apns.close();
     if (!deps.store) await database.close();
+    await sharedState?.close();
   });
   // Once the port is open, so the first page never delays the first answer more than a page does.
-  app.addHook('onListen', async () => loadIndex(() => indexed.loadIndex()));
+  app.addHook('onListen', async () => {
+    listening = true;
+    loadIndex(() => indexed.loadIndex());
+  });
   await app.ready();
   unpaired.start();
   return app;

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { z } from 'zod';
 import { apnsOptionsFromEnv, ApnsConfigError, type ApnsOptions } from './apns/index.js';
 import { LimitError, readLimits, type Limits } from './limits.js';
 import { watchSeamsFromEnv, WatchConfigError } from './watch/index.js';
@@ -33,6 +34,19 @@ export interface RelayConfig {
   metricsToken?: string;
   /** ADMIN_TOKEN: the bearer of the admin API at /admin/trpc (unset: the API does not exist; README, Admin API). */
   adminToken?: string;
+  /**
+   * REDIS_URL (with REDIS_KEY_PREFIX): several relay processes on one PostgreSQL share the event-id
+   * ledger, the rate windows and the credential index's invalidation through this Redis (README,
+   * Several replicas). Unset: one process, everything in memory, as the reference.
+   */
+  sharedState?: SharedStateConfig;
+}
+
+export interface SharedStateConfig {
+  /** `redis://` or `rediss://`, credentials included; never logged. */
+  redisUrl: string;
+  /** Put before every key and channel, so several relays (or test runs) can share one Redis. */
+  keyPrefix: string;
 }
 
 export class ConfigError extends Error {}
@@ -110,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RelayConfig {
   if (adminToken !== undefined && adminToken.length < 32) {
     throw new ConfigError('ADMIN_TOKEN must be at least 32 characters.');
   }
+  const sharedState = readSharedState(env, databaseUrl);
   return {
     host: env.HOST?.trim() || '127.0.0.1',
     port,
@@ -125,7 +140,36 @@ export function loadConfig(env: NodeJS.ProcessEnv): RelayConfig {
     env,
     ...(metricsToken !== undefined ? { metricsToken } : {}),
     ...(adminToken !== undefined ? { adminToken } : {}),
+    ...(sharedState !== undefined ? { sharedState } : {}),
   };
+}
+
+const KEY_PREFIX = z.string().regex(/^[A-Za-z0-9:_.-]{1,64}$/);
+
+/**
+ * REDIS_URL turns the relay into one replica of several. They must share one PostgreSQL: SQLite is a
+ * file of one machine, and replicas on separate databases would be separate relays.
+ */
+function readSharedState(env: NodeJS.ProcessEnv, databaseUrl: string): SharedStateConfig | undefined {
+  const redisUrl = env.REDIS_URL?.trim();
+  if (!redisUrl) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(redisUrl);
+  } catch {
+    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL.');
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
+    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL.');
+  }
+  if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('REDIS_URL needs DATABASE_URL=postgresql://…: the replicas share one PostgreSQL.');
+  }
+  const prefix = KEY_PREFIX.safeParse(env.REDIS_KEY_PREFIX?.trim() || 'conduit-relay:');
+  if (!prefix.success) {
+    throw new ConfigError('REDIS_KEY_PREFIX must be 1–64 letters, digits, or : _ . -');
+  }
+  return { redisUrl, keyPrefix: prefix.data };
 }
 
 /**

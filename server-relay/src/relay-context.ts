@@ -43,9 +43,9 @@ export function ipOf(context: RelayContext, request: FastifyRequest): string {
   return clientAddress(request.raw, context.config.trustedProxyHops);
 }
 
-/** 429 rate_limited when the key is over its window. */
-export function limit(context: RelayContext, key: string, max: number, windowMs?: number): void {
-  if (!context.limiter.hit(key, max, windowMs)) throw new WireError(429, 'rate_limited');
+/** 429 rate_limited when the key is over its window (503 when the replicas' shared store is down). */
+export async function limit(context: RelayContext, key: string, max: number, windowMs?: number): Promise<void> {
+  if (!(await context.limiter.hit(key, max, windowMs))) throw new WireError(429, 'rate_limited');
 }
 
 function authorization(request: FastifyRequest): string | undefined {

@@ -321,7 +321,7 @@ describe.each(STORE_KINDS)('the credential index on %s', (kind) => {
     const invalidation: IndexInvalidation = {
       publish: (ids) => published.push([...ids]),
       subscribe: (listener) => {
-        forget = listener;
+        forget = (ids) => listener.forget(ids);
         return () => undefined;
       },
     };
@@ -335,6 +335,26 @@ describe.each(STORE_KINDS)('the credential index on %s', (kind) => {
     // And this process tells the others what it changed.
     await indexed.updateInstallation(phone.id, { active: true, updatedAt: phone.updatedAt + 2 });
     expect(published).toEqual([[phone.id]]);
+  });
+
+  it('with verifyMisses (replicas), a miss is checked in the database: a phone or host added elsewhere is found before any message', async () => {
+    const indexed = new IndexedStore(store, undefined, undefined, { verifyMisses: true });
+    const plain = new IndexedStore(store);
+    await indexed.loadIndex();
+    await plain.loadIndex();
+    // Another replica registers a phone and pairs a host; no invalidation reaches this one yet.
+    const phone = installation();
+    await store.insertInstallation(phone);
+    expect(await plain.findInstallation(phone.id)).toBeNull();
+    expect(await indexed.findInstallation(phone.id)).toEqual(phone);
+    const host = gateway(phone.id, phone.createdAt + 1);
+    await addGateway(store, host);
+    expect(await indexed.findGateway(phone.id, host.id)).toEqual(host);
+    // Put back in the index: the next lookups answer from memory.
+    expect(indexed.index.installation(phone.id)).toEqual(phone);
+    expect(indexed.index.gateway(phone.id, host.id)).toEqual(host);
+    // A credential nobody holds is still no credential.
+    expect(await indexed.findInstallation(randomUUID())).toBeNull();
   });
 });
 

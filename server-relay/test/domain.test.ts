@@ -248,34 +248,36 @@ describe('decisions', () => {
 });
 
 describe('event ledger', () => {
-  it('forgets the oldest id at the per-installation bound and never rejects', () => {
+  it('forgets the oldest id at the per-installation bound and never rejects', async () => {
     let now = 0;
     const ledger = new MemoryEventLedger({ ttlMs: 1000, perInstallation: 3, total: 100 }, () => now);
-    for (const id of ['a', 'b', 'c', 'd']) expect(ledger.add('i', 'g', id)).toBe(true);
-    expect(ledger.has('i', 'g', 'a')).toBe(false);
-    expect(ledger.has('i', 'g', 'd')).toBe(true);
-    expect(ledger.has('i', 'h', 'd')).toBe(false);
+    for (const id of ['a', 'b', 'c', 'd']) expect(await ledger.add('i', 'g', id)).toBe(true);
+    expect(await ledger.has('i', 'g', 'a')).toBe(false);
+    expect(await ledger.has('i', 'g', 'd')).toBe(true);
+    expect(await ledger.has('i', 'h', 'd')).toBe(false);
     now = 1000;
-    expect(ledger.has('i', 'g', 'd')).toBe(false);
+    expect(await ledger.has('i', 'g', 'd')).toBe(false);
   });
 
-  it('at the relay-wide bound the installation holding most ids pays', () => {
+  it('at the relay-wide bound the installation holding most ids pays', async () => {
     const ledger = new MemoryEventLedger({ ttlMs: 10_000, perInstallation: 100, total: 10 }, () => 0);
-    for (let i = 0; i < 8; i += 1) ledger.add('heavy', 'g', `h${i}`);
-    for (let i = 0; i < 3; i += 1) ledger.add('light', 'g', `l${i}`);
+    for (let i = 0; i < 8; i += 1) await ledger.add('heavy', 'g', `h${i}`);
+    for (let i = 0; i < 3; i += 1) await ledger.add('light', 'g', `l${i}`);
     expect(ledger.count).toBeLessThanOrEqual(10);
-    expect(ledger.has('light', 'g', 'l0')).toBe(true);
-    expect(ledger.has('heavy', 'g', 'h0')).toBe(false);
+    expect(await ledger.has('light', 'g', 'l0')).toBe(true);
+    expect(await ledger.has('heavy', 'g', 'h0')).toBe(false);
   });
 });
 
 describe('rate limiter and ring sessions', () => {
-  it('a fixed window: count > max is refused until the window resets', () => {
+  it('a fixed window: count > max is refused until the window resets', async () => {
     let now = 0;
     const limiter = new MemoryRateLimiter(() => now);
-    expect([1, 2, 3].map(() => limiter.hit('k', 2))).toEqual([true, true, false]);
+    const hits: boolean[] = [];
+    for (let i = 0; i < 3; i += 1) hits.push(await limiter.hit('k', 2));
+    expect(hits).toEqual([true, true, false]);
     now = 60_000;
-    expect(limiter.hit('k', 2)).toBe(true);
+    expect(await limiter.hit('k', 2)).toBe(true);
   });
 
   it('two waiters per ring, a third is busy; the total bound drops the oldest session', async () => {

@@ -5,6 +5,7 @@ import { IndexedStore } from '../src/store/indexed-store.js';
 import { openPrismaStore, type PrismaStore } from '../src/store/prisma-store.js';
 import { normalizePreferences } from '../src/domain/preferences.js';
 import type { GatewayRecord, InstallationRecord } from '../src/store/records.js';
+import { GatewayLimitReached } from '../src/store/relay-store.js';
 import { STORE_KINDS, testDatabase } from './support/harness.js';
 
 function gateway(installationId: string, createdAt: number): GatewayRecord {
@@ -54,16 +55,48 @@ function row(g: GatewayRecord) {
 describe.each(STORE_KINDS)('Prisma store on %s', (kind) => {
   let release: () => Promise<void>;
   let store: PrismaStore;
+  /** A second connection pool on the same database: another relay process (PostgreSQL; SQLite is one process's). */
+  let other: PrismaStore;
 
   beforeAll(async () => {
     const db = await testDatabase(kind);
     release = db.release;
     store = await openPrismaStore(db.url);
+    other = kind === 'postgres' ? await openPrismaStore(db.url) : store;
   });
 
   afterAll(async () => {
+    if (other !== store) await other?.close();
     await store?.close();
     await release?.();
+  });
+
+  it('claims of several live codes racing (on two connections on PostgreSQL) at the gateway limit add exactly the free slots', async () => {
+    const phone = installation(null);
+    await store.insertInstallation(phone);
+    await store.db.gateway.create({ data: row(gateway(phone.id, Date.UTC(2026, 10, 29, 12))) });
+    // Several live codes at once (the store keeps one, but a client may hold an old one through a race).
+    const codes = Array.from({ length: 8 }, (_, i) => `${i}`.repeat(64).slice(0, 64));
+    for (const codeHash of codes) {
+      await store.db.pairing.create({
+        data: { codeHash, installationId: phone.id, expiresAt: new Date(Date.now() + 60_000), dashboardId: null },
+      });
+    }
+    const results = await Promise.allSettled(
+      codes.map((codeHash, i) =>
+        (i % 2 === 0 ? store : other).claimPairing(codeHash, gateway(phone.id, Date.UTC(2026, 10, 29, 13, i)), 3),
+      ),
+    );
+    const claimed = results.filter((result) => result.status === 'fulfilled' && result.value === true);
+    const full = results.filter((result) => result.status === 'rejected');
+    expect(claimed).toHaveLength(2);
+    expect(full).toHaveLength(6);
+    for (const refusal of full) {
+      expect(refusal.status === 'rejected' && refusal.reason).toBeInstanceOf(GatewayLimitReached);
+    }
+    expect(await store.countGateways(phone.id)).toBe(3);
+    // A refused claim keeps its code: the phone can free a slot and the host retry.
+    expect(await store.db.pairing.count({ where: { installationId: phone.id } })).toBe(6);
   });
 
   it('a bulk flush of more gateways than one statement holds writes every last-seen time to the millisecond', async () => {

@@ -1,12 +1,13 @@
 /**
  * Event ids seen in the last 24 h, per installation, scoped by gateway (`gw:event_id`). Only prevents
- * a repeated push; a restart forgets them (at most one duplicate push), so it lives in memory. It never
+ * a repeated push; a restart forgets them (at most one duplicate push), so one process keeps it in
+ * memory, and several replicas in Redis (cluster/redis-event-ledger.ts), hence the promises. It never
  * rejects an event: at a bound the oldest ids are forgotten instead.
  */
 export interface EventLedger {
-  has(installationId: string, gatewayId: string, eventId: string): boolean;
+  has(installationId: string, gatewayId: string, eventId: string): Promise<boolean>;
   /** Records the id; false when it was already there (a concurrent duplicate). */
-  add(installationId: string, gatewayId: string, eventId: string): boolean;
+  add(installationId: string, gatewayId: string, eventId: string): Promise<boolean>;
 }
 
 export interface EventLedgerBounds {
@@ -28,14 +29,22 @@ export class MemoryEventLedger implements EventLedger {
     private readonly now: () => number,
   ) {}
 
-  has(installationId: string, gatewayId: string, eventId: string): boolean {
+  has(installationId: string, gatewayId: string, eventId: string): Promise<boolean> {
+    return Promise.resolve(this.hasNow(installationId, gatewayId, eventId));
+  }
+
+  add(installationId: string, gatewayId: string, eventId: string): Promise<boolean> {
+    return Promise.resolve(this.addNow(installationId, gatewayId, eventId));
+  }
+
+  private hasNow(installationId: string, gatewayId: string, eventId: string): boolean {
     this.sweep();
     const seenAt = this.byInstallation.get(installationId)?.get(`${gatewayId}:${eventId}`);
     return seenAt !== undefined && seenAt + this.bounds.ttlMs > this.now();
   }
 
-  add(installationId: string, gatewayId: string, eventId: string): boolean {
-    if (this.has(installationId, gatewayId, eventId)) return false;
+  private addNow(installationId: string, gatewayId: string, eventId: string): boolean {
+    if (this.hasNow(installationId, gatewayId, eventId)) return false;
     let ids = this.byInstallation.get(installationId);
     if (!ids) {
       ids = new Map();

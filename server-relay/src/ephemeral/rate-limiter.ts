@@ -1,10 +1,15 @@
 /**
- * Fixed-window counters per key (`registration:<ip>`, `event-global`, …). In memory: the budgets are
- * per process, as in the reference; a shared implementation can replace this for several replicas.
+ * Fixed-window counters per key (`registration:<ip>`, `event-global`, …): a window opens at a key's
+ * first hit and lasts `windowMs`; every hit counts, also those refused, so a client hammering a full
+ * window does not get a fresh one sooner. In memory the budgets are per process, as in the reference;
+ * several replicas share them through Redis (cluster/redis-rate-limiter.ts), hence the promise.
  */
 export interface RateLimiter {
-  /** Counts one hit; false when the key is over `max` in its current window (→ 429 rate_limited). */
-  hit(key: string, max: number, windowMs?: number): boolean;
+  /**
+   * Counts one hit; false when the key is over `max` in its current window (→ 429 rate_limited).
+   * Rejects with SharedStateUnavailable when the shared store cannot be reached (→ 503).
+   */
+  hit(key: string, max: number, windowMs?: number): Promise<boolean>;
 }
 
 const SWEEP_THRESHOLD = 10_000;
@@ -16,7 +21,11 @@ export class MemoryRateLimiter implements RateLimiter {
 
   constructor(private readonly now: () => number) {}
 
-  hit(key: string, max: number, windowMs = 60_000): boolean {
+  hit(key: string, max: number, windowMs = 60_000): Promise<boolean> {
+    return Promise.resolve(this.hitNow(key, max, windowMs));
+  }
+
+  private hitNow(key: string, max: number, windowMs: number): boolean {
     const now = this.now();
     this.sweep(now);
     let window = this.windows.get(key);

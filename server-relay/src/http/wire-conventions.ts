@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { WireError } from '@conduit/contracts/server';
+import { SHARED_STATE_UNAVAILABLE_BODY, SharedStateUnavailable } from '../cluster/shared-state-unavailable.js';
 import { loggablePath } from './loggable-path.js';
 
 /** One access-log line per request; the path has no query and no secret (loggablePath), no header is ever logged. */
@@ -48,6 +49,11 @@ export function applyWireConventions(
       // 413: the reference destroys the socket rather than read the rest of an oversized body.
       if (error.status === 413) reply.header('connection', 'close');
       return reply.status(error.status).send(error.body());
+    }
+    if (error instanceof SharedStateUnavailable) {
+      // Replicas only (REDIS_URL): Redis did not answer. Not a 500: nothing is wrong with the request,
+      // and the client may retry in a second.
+      return reply.status(503).header('retry-after', '1').send(SHARED_STATE_UNAVAILABLE_BODY);
     }
     const status = (error as { statusCode?: unknown }).statusCode;
     if (typeof status === 'number' && status === 413) {

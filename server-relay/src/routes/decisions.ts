@@ -6,6 +6,7 @@ import {
   applyAnswer,
   type AnswerOutcome,
   decisionKey,
+  type DecisionRecord,
   isActive,
   isExpired,
   normalizeAnswer,
@@ -25,11 +26,33 @@ type AnswerFailure = { ok: false; status: FailureStatus; code: ErrorCodeOf<typeo
 export function decisionRoutes(app: FastifyInstance, context: RelayContext): void {
   const { limits } = context.config;
 
+  /**
+   * `updateDecision` where a change that writes first spends the relay-wide decision budget, once however
+   * often `decide` runs. `decide` is synchronous (the store may run it again on a fresher record) and the
+   * budget is not (replicas share it): a pass that would write stops without writing, the budget is
+   * spent, and the change runs again, paid for. A refused budget (429) writes nothing.
+   */
+  const chargedUpdate = async <T>(key: string, decide: (current: DecisionRecord | null) => DecisionChange<T>) => {
+    let charged = false;
+    for (;;) {
+      let wantsCharge = false;
+      const result = await context.store.updateDecision(key, (current): DecisionChange<T> => {
+        const change = decide(current);
+        if (change.next === undefined || charged) return change;
+        wantsCharge = true;
+        return { result: change.result };
+      });
+      if (!wantsCharge) return result;
+      await limit(context, 'decision-global', limits.decisionActionsPerMinute);
+      charged = true;
+    }
+  };
+
   const respond = async ({ params, request, readBody }: BoundRequest<typeof respondDecision>) => {
-    limit(context, `decision-respond-ip:${ipOf(context, request)}`, FIXED_LIMITS.decisionRespondPerIp);
+    await limit(context, `decision-respond-ip:${ipOf(context, request)}`, FIXED_LIMITS.decisionRespondPerIp);
     // Authenticated before the body is read: an anonymous caller cannot make the relay parse anything.
     const installation = await authenticateDevice(context, request);
-    limit(context, `decision-respond:${installation.id}`, FIXED_LIMITS.decisionRespondPerInstallation);
+    await limit(context, `decision-respond:${installation.id}`, FIXED_LIMITS.decisionRespondPerInstallation);
     const body = readBody();
     // The contract refused an answer with no text (invalid_answer); this only cleans it.
     const answer = normalizeAnswer(body.answer, cleanText);
@@ -50,21 +73,15 @@ export function decisionRoutes(app: FastifyInstance, context: RelayContext): voi
     }
     // First answer wins in the store itself: of simultaneous answers (two devices, a retried request,
     // several relay processes) exactly one is written and the rest see the decision answered (409).
-    let charged = false;
-    const outcome = await context.store.updateDecision(
-      targetKey,
-      (current): DecisionChange<AnswerOutcome | AnswerFailure> => {
-        if (!current || isExpired(current, now)) {
-          return { result: { ok: false, status: 404, code: 'unknown_decision' } };
-        }
-        const applied = applyAnswer(current, answer, questionId, now);
-        if (!applied.ok) return { result: applied };
-        // Only a mutating answer spends the relay-wide decision budget, once however often it is tried.
-        if (!charged) limit(context, 'decision-global', limits.decisionActionsPerMinute);
-        charged = true;
-        return { result: applied, next: applied.decision };
-      },
-    );
+    // Only a mutating answer spends the relay-wide decision budget, once however often it is tried.
+    const outcome = await chargedUpdate(targetKey, (current): DecisionChange<AnswerOutcome | AnswerFailure> => {
+      if (!current || isExpired(current, now)) {
+        return { result: { ok: false, status: 404, code: 'unknown_decision' } };
+      }
+      const applied = applyAnswer(current, answer, questionId, now);
+      if (!applied.ok) return { result: applied };
+      return { result: applied, next: applied.decision };
+    });
     if (!outcome.ok) throw new WireError(outcome.status, outcome.code);
     return {
       status: 200 as const,
@@ -79,27 +96,24 @@ export function decisionRoutes(app: FastifyInstance, context: RelayContext): voi
 
   bindRoute(app, pollDecision, async ({ params, request }) => {
     const { installation, gateway } = await authenticateGateway(context, request);
-    limit(context, `decision-poll:${gateway.id}`, FIXED_LIMITS.decisionPollPerGateway);
+    await limit(context, `decision-poll:${gateway.id}`, FIXED_LIMITS.decisionPollPerGateway);
     const decision = await context.store.findDecision(decisionKey(installation.id, gateway.id, params.id));
     return { status: 200, body: pollShape(decision, context.now()) };
   });
 
   bindRoute(app, releaseDecision, async ({ params, request }) => {
     const { installation, gateway } = await authenticateGateway(context, request);
-    limit(context, `decision-cancel:${gateway.id}`, FIXED_LIMITS.decisionCancelPerGateway);
+    await limit(context, `decision-cancel:${gateway.id}`, FIXED_LIMITS.decisionCancelPerGateway);
     const now = context.now();
-    let charged = false;
     // Conditional like an answer: a release racing an answer either lands first (the answer gets 410)
     // or finds the decision answered (already_completed); it never writes over the answer.
-    const outcome = await context.store.updateDecision(
+    const outcome = await chargedUpdate(
       decisionKey(installation.id, gateway.id, params.id),
       (current): DecisionChange<'unknown' | 'cancelled' | 'already_completed'> => {
         if (!current || isExpired(current, now)) return { result: 'unknown' };
         // Repeated releases answer the same without rewriting or spending budget.
         if (current.cancelledAt !== undefined) return { result: 'cancelled' };
         if (!isActive(current)) return { result: 'already_completed' };
-        if (!charged) limit(context, 'decision-global', limits.decisionActionsPerMinute);
-        charged = true;
         return { result: 'cancelled', next: { ...current, cancelledAt: now } };
       },
     );

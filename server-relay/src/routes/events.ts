@@ -39,12 +39,12 @@ export function eventRoutes(app: FastifyInstance, context: RelayContext): void {
       // §2 order: auth, per-installation limit, validation, dedupe, capacity preflight, budgets, metadata, delivery.
       const auth = await authenticateGateway(context, request);
       const { installation, gateway } = auth;
-      limit(context, `event:${installation.id}`, FIXED_LIMITS.eventPerInstallation);
+      await limit(context, `event:${installation.id}`, FIXED_LIMITS.eventPerInstallation);
       // The contract refuses (type, event_id, mode, the sealed parts, in that order); validateEvent cleans.
       const validation = validateEvent(readBody(), context.now());
       if (!validation.ok) throw new Error(`the contract admitted an event the relay refuses (${validation.code})`);
       const event = validation.event;
-      const duplicate = context.ledger.has(installation.id, gateway.id, event.eventId);
+      const duplicate = await context.ledger.has(installation.id, gateway.id, event.eventId);
       const requestId = parkedRequestId(event);
 
       const run = async (): Promise<EventReply> => {
@@ -58,9 +58,9 @@ export function eventRoutes(app: FastifyInstance, context: RelayContext): void {
           await assertDecisionCapacity(context, installation.id);
         }
         if (duplicate && !event.pluginVersion) return DUPLICATE;
-        limit(context, 'event-global', limits.eventsPerMinute);
+        await limit(context, 'event-global', limits.eventsPerMinute);
         if (!duplicate && event.type === 'call.requested') {
-          if (!context.limiter.hit(`call:${installation.id}`, limits.callsPerInstallationPerDay, DAY_MS)) {
+          if (!(await context.limiter.hit(`call:${installation.id}`, limits.callsPerInstallationPerDay, DAY_MS))) {
             throw new WireError(429, 'call_limit');
           }
         }
@@ -72,7 +72,7 @@ export function eventRoutes(app: FastifyInstance, context: RelayContext): void {
             lastEventAt: now,
           });
         }
-        if (!context.ledger.add(installation.id, gateway.id, event.eventId)) return DUPLICATE;
+        if (!(await context.ledger.add(installation.id, gateway.id, event.eventId))) return DUPLICATE;
         context.activity.record(installation.id, gateway.id, { lastEventAt: now });
         if (event.type === 'plugin.hello') return { status: 202, body: { accepted: true, delivered: false } };
         if (requestId !== undefined) return deliverClarify(context, auth, event, requestId);

@@ -34,7 +34,7 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
     app,
     registerInstallation,
     async ({ request, readBody }) => {
-      limit(context, `registration:${ipOf(context, request)}`, FIXED_LIMITS.registrationPerIp);
+      await limit(context, `registration:${ipOf(context, request)}`, FIXED_LIMITS.registrationPerIp);
       // Tokens (normalised), topic, environment, in the reference's order: the contract checks them.
       const body = readBody();
       const deviceToken = body.device_token;
@@ -64,11 +64,11 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
       if ((await context.store.countInstallations()) >= limits.maxInstallations) {
         await context.unpaired.sweepAtCapacity();
       }
-      await context.store.insertInstallationIfAdmitted(installation, (count) => {
+      await context.store.insertInstallationIfAdmitted(installation, async (count) => {
         // Capacity before the budget: a full relay must not spend the budget others need. The count
         // includes registrations still being written, so racing requests never overshoot the limit.
         if (count >= limits.maxInstallations) throw new WireError(429, 'installation_limit_reached');
-        limit(context, 'registration-global', limits.registrationsPerMinute);
+        await limit(context, 'registration-global', limits.registrationsPerMinute);
       });
       return {
         status: 201,
@@ -88,7 +88,7 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
     updateInstallation,
     async ({ params, request, readBody }) => {
       const installation = await authenticateDevice(context, request, params.id);
-      limit(context, `installation-update:${installation.id}`, FIXED_LIMITS.installationUpdatePerInstallation);
+      await limit(context, `installation-update:${installation.id}`, FIXED_LIMITS.installationUpdatePerInstallation);
       const body = readBody();
       // Absent keeps a token, null clears a PushKit or location token (never the device token).
       const deviceToken = body.device_token ?? installation.deviceToken;
@@ -108,7 +108,7 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
         samePreferences(preferences, installation.preferences);
       // A semantic no-op (apps re-send their state on every launch) neither writes nor spends the budget.
       if (unchanged) return { status: 200, body: { installation: publicInstallation(installation, gateways) } };
-      limit(context, 'device-change-global', limits.deviceChangesPerMinute);
+      await limit(context, 'device-change-global', limits.deviceChangesPerMinute);
       const updated: InstallationRecord = {
         ...installation,
         deviceToken,
@@ -133,7 +133,7 @@ export function installationRoutes(app: FastifyInstance, context: RelayContext):
 
   bindRoute(app, deleteInstallation, async ({ params, request }) => {
     const installation = await authenticateDevice(context, request, params.id);
-    limit(context, 'revocation-global', limits.revocationsPerMinute);
+    await limit(context, 'revocation-global', limits.revocationsPerMinute);
     // Deactivated, not deleted: the slot stays taken (operators reclaim offline, see storage:prune-inactive).
     await context.store.updateInstallation(installation.id, { active: false, updatedAt: context.now() });
     return { status: 204, body: undefined };

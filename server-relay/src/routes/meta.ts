@@ -22,9 +22,9 @@ export const CORE_CAPABILITIES = [
 export function metaRoutes(app: FastifyInstance, context: RelayContext, capabilities: readonly string[]): void {
   bindRoute(app, getMeta, async ({ request }) => {
     // Per-IP before authentication, so credential guessing is bounded too.
-    limit(context, `meta-ip:${ipOf(context, request)}`, FIXED_LIMITS.metaPerIp);
+    await limit(context, `meta-ip:${ipOf(context, request)}`, FIXED_LIMITS.metaPerIp);
     const installation = await authenticateDevice(context, request);
-    limit(context, `meta:${installation.id}`, FIXED_LIMITS.metaPerInstallation);
+    await limit(context, `meta:${installation.id}`, FIXED_LIMITS.metaPerInstallation);
     const gateways = await context.store.listGateways(installation.id);
     return {
       status: 200,

@@ -7,6 +7,22 @@ import { newPairingCode, pairingCodeHash, parseDashboardId } from '../domain/pai
 import { FIXED_LIMITS } from '../limits.js';
 import { authenticateDevice, authenticateGateway, ipOf, limit, type RelayContext } from '../relay-context.js';
 import { readJson } from '../http/read-json.js';
+import type { GatewayRecord } from '../store/records.js';
+import { GatewayLimitReached } from '../store/relay-store.js';
+
+/**
+ * The claim, with the gateway count checked again inside it: the check above reads the credential
+ * index, which another replica's claim reaches only after its commit, and two claims of one
+ * installation may race. The store counts under a lock, so the limit holds on any number of processes.
+ */
+async function claimWithinCapacity(context: RelayContext, codeHash: string, gateway: GatewayRecord): Promise<boolean> {
+  try {
+    return await context.store.claimPairing(codeHash, gateway, context.config.limits.maxGatewaysPerInstallation);
+  } catch (error) {
+    if (error instanceof GatewayLimitReached) throw new WireError(429, 'gateway_limit_reached');
+    throw error;
+  }
+}
 
 export function pairingRoutes(app: FastifyInstance, context: RelayContext): void {
   const { limits } = context.config;
@@ -16,10 +32,10 @@ export function pairingRoutes(app: FastifyInstance, context: RelayContext): void
     createPairing,
     async ({ params, request, readBody }) => {
       const installation = await authenticateDevice(context, request, params.id);
-      limit(context, `pairing:${installation.id}`, FIXED_LIMITS.pairingPerInstallation);
+      await limit(context, `pairing:${installation.id}`, FIXED_LIMITS.pairingPerInstallation);
       // A canonical (lowercase) UUID, or null for none.
       const dashboardId = readBody().dashboard_id ?? null;
-      limit(context, 'device-change-global', limits.deviceChangesPerMinute);
+      await limit(context, 'device-change-global', limits.deviceChangesPerMinute);
       const code = newPairingCode(context.random);
       const codeHash = pairingCodeHash(code);
       if (!codeHash) throw new Error('pairing code did not normalise');
@@ -34,7 +50,7 @@ export function pairingRoutes(app: FastifyInstance, context: RelayContext): void
     app,
     claimPairing,
     async ({ request, readBody }) => {
-      limit(context, `claim:${ipOf(context, request)}`, FIXED_LIMITS.claimPerIp);
+      await limit(context, `claim:${ipOf(context, request)}`, FIXED_LIMITS.claimPerIp);
       const body = readBody();
       const codeHash = pairingCodeHash(body.pairing_code);
       const pairing = codeHash ? await context.store.findPairing(codeHash) : null;
@@ -57,11 +73,11 @@ export function pairingRoutes(app: FastifyInstance, context: RelayContext): void
       if (gatewayCount >= limits.maxGatewaysPerInstallation) {
         throw new WireError(429, 'gateway_limit_reached');
       }
-      limit(context, 'device-change-global', limits.deviceChangesPerMinute);
+      await limit(context, 'device-change-global', limits.deviceChangesPerMinute);
       const name = (body.gateway_name ?? 'Hermes gateway').slice(0, 80);
       const secret = newSecret();
       const gatewayId = randomUUID();
-      const claimed = await context.store.claimPairing(codeHash, {
+      const claimed = await claimWithinCapacity(context, codeHash, {
         installationId: installation.id,
         id: gatewayId,
         name,
@@ -89,7 +105,7 @@ export function pairingRoutes(app: FastifyInstance, context: RelayContext): void
 
   bindRoute(app, revokeCurrentGateway, async ({ request }) => {
     const { installation, gateway } = await authenticateGateway(context, request);
-    limit(context, 'revocation-global', limits.revocationsPerMinute);
+    await limit(context, 'revocation-global', limits.revocationsPerMinute);
     await context.store.deleteGateway(installation.id, gateway.id);
     return { status: 204, body: undefined };
   });

@@ -31,7 +31,7 @@ export function ringRoutes(app: FastifyInstance, context: RelayContext): void {
     app,
     settleRing,
     async ({ params, request, readBody }) => {
-      limit(context, `ring-settle:${ipOf(context, request)}`, FIXED_LIMITS.ringSettlePerIp);
+      await limit(context, `ring-settle:${ipOf(context, request)}`, FIXED_LIMITS.ringSettlePerIp);
       const { token, by, outcome, start: sealedStart } = readBody();
       // The path accepts ids of 1–64 characters (0.10 clients); settling needs a 0.11 id of 22, and the
       // reference answers any other with the body's code, after the body.

@@ -19,9 +19,8 @@ export interface IndexSource {
  * database. It answers undefined for everything until its load is complete (a partial index must never
  * say "no such credential"), and afterwards for installations it was told to forget.
  *
- * One process per store: the index sees only this process's writes. With several processes (issue 22
- * item 2, not supported yet) a write committed by another process must reach this one as `forget`
- * (IndexInvalidation below); nothing else changes.
+ * The index sees only this process's writes. With several processes (REDIS_URL) a write committed by
+ * another process reaches this one as `forget` (IndexInvalidation below, cluster/redis-index-invalidation.ts).
  */
 export interface CredentialIndex {
   readonly complete: boolean;
@@ -55,14 +54,24 @@ export interface CredentialIndex {
 }
 
 /**
- * How several relay processes would keep their indexes coherent (issue 22 item 2): each publishes the
- * installations whose rows it changed, after the commit, and forgets what the others publish (Redis
- * pub/sub or PostgreSQL LISTEN/NOTIFY). One process needs nothing: `SINGLE_PROCESS`.
+ * How several relay processes keep their indexes coherent: each publishes the installations whose rows
+ * it changed, after the commit, and forgets what the others publish (Redis pub/sub,
+ * cluster/redis-index-invalidation.ts). One process needs nothing: `SINGLE_PROCESS`.
  */
 export interface IndexInvalidation {
+  /** Never throws or rejects: the write has committed; a publication that cannot be sent is retried or ends in a `resync`. */
   publish(installationIds: readonly string[]): void;
-  /** Calls `forget` with the installations another process changed; returns the function that stops it. */
-  subscribe(forget: (installationIds: readonly string[]) => void): () => void;
+  /**
+   * Calls `forget` with the installations another process changed, and `resync` when changes may
+   * have been missed (the stream was down: the index must be loaded again); returns the function that
+   * stops it.
+   */
+  subscribe(listener: InvalidationListener): () => void;
+}
+
+export interface InvalidationListener {
+  forget(installationIds: readonly string[]): void;
+  resync(): void;
 }
 
 export const SINGLE_PROCESS: IndexInvalidation = {

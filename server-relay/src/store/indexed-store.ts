@@ -14,6 +14,26 @@ interface Read {
   gateways: GatewayRecord[];
 }
 
+export interface IndexedStoreOptions {
+  /**
+   * Other processes insert installations too (replicas sharing one PostgreSQL): the installation count
+   * is the database's, taken under its lock for each registration, not a count this process keeps.
+   */
+  sharedCapacity?: boolean;
+  /**
+   * Other processes write too: a miss ("no such installation", "no such gateway") is checked in the
+   * database before it is answered. Their writes reach this index through the invalidation stream
+   * only after they answered their client, so a phone registered, or a host paired, on another replica
+   * may ask here first. A hit needs no check: what other processes revoke arrives within a round trip.
+   */
+  verifyMisses?: boolean;
+  /**
+   * The invalidation stream had a gap (other processes' changes may have been missed): the caller
+   * reloads the index (`forgetInstallations`).
+   */
+  onResync?: () => void;
+}
+
 /**
  * The relay's store: the database beneath, the credential index (credential-index.ts) in front, so
  * the event path and every device or gateway authentication answer from memory. Reads ask the database
@@ -36,8 +56,12 @@ export class IndexedStore implements RelayStore {
     private readonly inner: RelayStore,
     readonly index: CredentialIndex = new MemoryCredentialIndex(),
     private readonly invalidation: IndexInvalidation = SINGLE_PROCESS,
+    private readonly options: IndexedStoreOptions = {},
   ) {
-    this.unsubscribe = invalidation.subscribe((ids) => this.index.forget(ids));
+    this.unsubscribe = invalidation.subscribe({
+      forget: (ids) => this.index.forget(ids),
+      resync: () => options.onResync?.(),
+    });
   }
 
   /** Loads the index from the database (at boot, in the background; again after a prune). */
@@ -123,6 +147,7 @@ export class IndexedStore implements RelayStore {
   }
 
   async countInstallations(): Promise<number> {
+    if (this.options.sharedCapacity) return this.inner.countInstallations();
     await this.loadInstallationCount();
     return this.installationCount;
   }
@@ -135,13 +160,39 @@ export class IndexedStore implements RelayStore {
     await this.insertInstallationIfAdmitted(record, () => undefined);
   }
 
-  async insertInstallationIfAdmitted(record: InstallationRecord, admit: (count: number) => void): Promise<void> {
+  async insertInstallationIfAdmitted(
+    record: InstallationRecord,
+    admit: (count: number) => void | Promise<void>,
+  ): Promise<void> {
+    if (this.options.sharedCapacity) {
+      // The database admits (under its lock, against every process's committed rows); the index follows.
+      // A refusal wrote nothing, so nobody needs to hear of it; a failure after admission may have.
+      let admitted = false;
+      const admitOnce = async (count: number) => {
+        await admit(count);
+        admitted = true;
+      };
+      try {
+        await this.inner.insertInstallationIfAdmitted(record, admitOnce);
+      } catch (error) {
+        if (admitted) {
+          this.index.forget([record.id]);
+          this.invalidation.publish([record.id]);
+        }
+        throw error;
+      }
+      this.index.putInstallation(record);
+      this.invalidation.publish([record.id]);
+      return;
+    }
     await this.loadInstallationCount();
-    // From the count to the reservation nothing awaits: a registration in flight holds its slot, so
-    // fifty racing registrations against ten free slots admit exactly ten.
-    admit(this.installationCount + this.installationsInFlight);
+    // From the count to the reservation nothing awaits, and the slot stays held while `admit` awaits
+    // (the shared budget) and the row is written: fifty racing registrations against ten free slots
+    // admit exactly ten.
+    const count = this.installationCount + this.installationsInFlight;
     this.installationsInFlight += 1;
     try {
+      await admit(count);
       await this.writeThrough(
         [record.id],
         () => this.inner.insertInstallation(record),
@@ -155,9 +206,16 @@ export class IndexedStore implements RelayStore {
 
   async findInstallation(id: string): Promise<InstallationRecord | null> {
     const known = this.index.installation(id);
+    if (known === null && this.options.verifyMisses) return (await this.reread(id)).installation;
     if (known !== undefined) return known;
     if (!this.index.complete) return this.inner.findInstallation(id);
     return (await this.refill(id)).installation;
+  }
+
+  /** A miss checked in the database (verifyMisses): forgotten, then read and put back like any forgotten one. */
+  private reread(id: string): Promise<Read> {
+    if (!this.refills.has(id)) this.index.forget([id]);
+    return this.refill(id);
   }
 
   updateInstallation(id: string, patch: InstallationPatch): Promise<void> {
@@ -211,6 +269,9 @@ export class IndexedStore implements RelayStore {
 
   async findGateway(installationId: string, gatewayId: string): Promise<GatewayRecord | null> {
     const known = this.index.gateway(installationId, gatewayId);
+    if (known === null && this.options.verifyMisses) {
+      return (await this.reread(installationId)).gateways.find((gateway) => gateway.id === gatewayId) ?? null;
+    }
     if (known !== undefined) return known;
     if (!this.index.complete) return this.inner.findGateway(installationId, gatewayId);
     return (await this.refill(installationId)).gateways.find((gateway) => gateway.id === gatewayId) ?? null;
@@ -250,11 +311,11 @@ export class IndexedStore implements RelayStore {
     return this.inner.deletePairing(codeHash);
   }
 
-  claimPairing(codeHash: string, gateway: GatewayRecord): Promise<boolean> {
+  claimPairing(codeHash: string, gateway: GatewayRecord, maxGateways?: number): Promise<boolean> {
     // The claim adds the gateway and may set the installation's pairedAt, both in the index.
     return this.writeThrough(
       [gateway.installationId],
-      () => this.inner.claimPairing(codeHash, gateway),
+      () => this.inner.claimPairing(codeHash, gateway, maxGateways),
       (claimed) => {
         if (claimed) this.index.addGateway(gateway);
       },

@@ -9,7 +9,13 @@ import { dateTimeMs, jsonPageStatement, readJsonPage } from './json-pages.js';
 import { assertRelayMayUse } from './database-state.js';
 import { secureSqliteFiles } from './sqlite-files.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
-import type { DecisionChange, InstallationPatch, RelayStore, SecondaryTokenField } from './relay-store.js';
+import {
+  GatewayLimitReached,
+  type DecisionChange,
+  type InstallationPatch,
+  type RelayStore,
+  type SecondaryTokenField,
+} from './relay-store.js';
 import { EXPIRED_INSTALLATIONS_KEY } from './unpaired-expiry.js';
 import { FIXED_LIMITS } from '../limits.js';
 
@@ -183,6 +189,15 @@ function compareKeys(a: unknown[], b: unknown[], length: number): number {
   return 0;
 }
 
+/**
+ * The advisory lock registrations hold while they count and insert (PostgreSQL), in the two-key form:
+ * 0x636e6474 ("cndt" in ASCII, so a reader of pg_locks can tell it from another application's lock),
+ * 1 for installation capacity.
+ */
+const CAPACITY_LOCK_SQL = `SELECT 1 AS "locked" FROM (SELECT pg_advisory_xact_lock(1668179060, 1)) AS "lock"`;
+/** The lock a claim holds on its installation's gateways (PostgreSQL): "cndu", the installation id's hash. */
+const GATEWAY_LOCK_SQL = `SELECT 1 AS "locked" FROM (SELECT pg_advisory_xact_lock(1668179061, hashtext($1))) AS "lock"`;
+
 /** Prisma's code for a unique-constraint violation, which both driver adapters report. */
 function isUniqueViolation(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'P2002';
@@ -209,10 +224,30 @@ export class PrismaStore implements RelayStore {
     await this.db.installation.create({ data: installationData(record) });
   }
 
-  /** Count and insert run one after another in this process (the app puts CachedStore in front, which counts in memory). */
-  insertInstallationIfAdmitted(record: InstallationRecord, admit: (count: number) => void): Promise<void> {
+  /**
+   * SQLite: count and insert run one after another in this process (one process per SQLite file).
+   * PostgreSQL: in one transaction holding an advisory lock, so registrations racing on several relay
+   * processes are admitted one at a time against the committed count (a plain `INSERT … WHERE count <
+   * max` would let two concurrent statements see the same count). The count is O(n), but registrations
+   * are rare (RELAY_REGISTRATIONS_PER_MINUTE); the event path never takes this lock.
+   */
+  insertInstallationIfAdmitted(
+    record: InstallationRecord,
+    admit: (count: number) => void | Promise<void>,
+  ): Promise<void> {
+    if (this.provider === 'postgres') {
+      return this.db.$transaction(
+        async (tx) => {
+          await tx.$queryRawUnsafe(CAPACITY_LOCK_SQL);
+          await admit(await tx.installation.count());
+          await tx.installation.create({ data: installationData(record) });
+        },
+        // Registrations queue on the lock (and on the pool): a burst must wait its turn, not fail.
+        { maxWait: 10_000, timeout: 15_000 },
+      );
+    }
     const admitted = this.admissions.then(async () => {
-      admit(await this.countInstallations());
+      await admit(await this.countInstallations());
       await this.insertInstallation(record);
     });
     this.admissions = admitted.catch(() => undefined);
@@ -468,9 +503,26 @@ export class PrismaStore implements RelayStore {
     await this.db.pairing.deleteMany({ where: { codeHash } });
   }
 
-  async claimPairing(codeHash: string, gateway: GatewayRecord): Promise<boolean> {
-    if (this.provider === 'postgres') return (await this.claimPairingInOneStatement(codeHash, gateway)) === 1;
+  async claimPairing(codeHash: string, gateway: GatewayRecord, maxGateways?: number): Promise<boolean> {
+    if (this.provider === 'postgres') {
+      if (maxGateways === undefined) return (await this.claimPairingInOneStatement(this.db, codeHash, gateway)) === 1;
+      // The count and the claim under a lock of the installation: a statement's own count would be read
+      // before it waits for a racing claim, so two claims could both see one free slot.
+      return this.db.$transaction(async (tx) => {
+        await tx.$queryRawUnsafe(GATEWAY_LOCK_SQL, gateway.installationId);
+        if ((await tx.gateway.count({ where: { installationId: gateway.installationId } })) >= maxGateways) {
+          throw new GatewayLimitReached();
+        }
+        return (await this.claimPairingInOneStatement(tx, codeHash, gateway)) === 1;
+      });
+    }
     return this.db.$transaction(async (tx) => {
+      if (
+        maxGateways !== undefined &&
+        (await tx.gateway.count({ where: { installationId: gateway.installationId } })) >= maxGateways
+      ) {
+        throw new GatewayLimitReached();
+      }
       const consumed = await tx.pairing.deleteMany({ where: { codeHash } });
       if (consumed.count !== 1) return false;
       await tx.gateway.create({ data: gatewayData(gateway) });
@@ -487,9 +539,13 @@ export class PrismaStore implements RelayStore {
    * one round trip instead of the five of an interactive transaction. A claim racing for the same
    * code waits on the row lock of the DELETE, then finds the row gone and inserts nothing.
    */
-  private claimPairingInOneStatement(codeHash: string, gateway: GatewayRecord): Promise<number> {
+  private claimPairingInOneStatement(
+    db: Pick<Db, '$executeRawUnsafe'>,
+    codeHash: string,
+    gateway: GatewayRecord,
+  ): Promise<number> {
     const data = gatewayData(gateway);
-    return this.db.$executeRawUnsafe(
+    return db.$executeRawUnsafe(
       `WITH "consumed" AS (DELETE FROM "Pairing" WHERE "codeHash" = $1 RETURNING "codeHash"), ` +
         `"paired" AS (UPDATE "Installation" SET "pairedAt" = $7::timestamp(3) ` +
         `WHERE "id" = $2 AND "pairedAt" IS NULL AND EXISTS (SELECT 1 FROM "consumed")) ` +

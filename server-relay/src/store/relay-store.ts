@@ -11,6 +11,14 @@ export type InstallationPatch = Partial<
 /** The optional tokens APNs may call gone one at a time, without the installation's alert token. */
 export type SecondaryTokenField = 'voipToken' | 'watchVoipToken' | 'locationPushToken';
 
+/** The installation holds its maximum of gateways (the claim consumed nothing). */
+export class GatewayLimitReached extends Error {
+  constructor() {
+    super('the installation holds its maximum of gateways');
+    this.name = 'GatewayLimitReached';
+  }
+}
+
 /** What `updateDecision`'s callback decides: the outcome, and the record to write (none: no write). */
 export interface DecisionChange<T> {
   result: T;
@@ -27,10 +35,14 @@ export interface RelayStore {
   insertInstallation(record: InstallationRecord): Promise<void>;
   /**
    * Inserts the installation if `admit` lets it in. `admit` gets the number of installations stored
-   * or being inserted and throws to refuse; nothing awaits between that count and the slot being
-   * taken, so registrations racing each other can never pass a capacity check together.
+   * or being inserted and throws (or rejects) to refuse; the slot is held from that count until `admit`
+   * and the insert are done, so registrations racing each other, in this process or in other relay
+   * processes on the same PostgreSQL, can never pass a capacity check together.
    */
-  insertInstallationIfAdmitted(record: InstallationRecord, admit: (count: number) => void): Promise<void>;
+  insertInstallationIfAdmitted(
+    record: InstallationRecord,
+    admit: (count: number) => void | Promise<void>,
+  ): Promise<void>;
   findInstallation(id: string): Promise<InstallationRecord | null>;
   updateInstallation(id: string, patch: InstallationPatch): Promise<void>;
   /** Clears a secondary token only if it is still the one APNs refused (the phone may have sent a new one). */
@@ -67,8 +79,13 @@ export interface RelayStore {
   replacePairing(record: PairingRecord): Promise<void>;
   findPairing(codeHash: string): Promise<PairingRecord | null>;
   deletePairing(codeHash: string): Promise<void>;
-  /** Consumes the code and adds the gateway in one transaction; false when the code was consumed meanwhile. */
-  claimPairing(codeHash: string, gateway: GatewayRecord): Promise<boolean>;
+  /**
+   * Consumes the code and adds the gateway in one transaction; false when the code was consumed
+   * meanwhile. With `maxGateways`, the installation's gateways are counted in that transaction under a
+   * lock of the installation, and a full installation throws GatewayLimitReached with the code kept:
+   * claims racing on any relay processes never pass one count together.
+   */
+  claimPairing(codeHash: string, gateway: GatewayRecord, maxGateways?: number): Promise<boolean>;
 
   findDecision(key: string): Promise<DecisionRecord | null>;
   findDecisionsByRequest(installationId: string, requestId: string): Promise<DecisionRecord[]>;

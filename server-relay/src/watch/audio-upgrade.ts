@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { watchIdPattern } from '@conduit/contracts/relay/watch-tools';
+import { SHARED_STATE_UNAVAILABLE_BODY, SharedStateUnavailable } from '../cluster/shared-state-unavailable.js';
 import type { AudioBridges } from './audio-bridge.js';
 import type { WatchDeps } from './deps.js';
 import type { Grant, GrantRegistry } from './grants.js';
@@ -21,6 +22,13 @@ class UpgradeRefusal {
     readonly status: number,
     readonly body: Record<string, unknown> | undefined,
   ) {}
+}
+
+/** A refusal as thrown, 503 when the replicas' shared store is down, anything else 500. */
+function refusalFor(error: unknown): UpgradeRefusal {
+  if (error instanceof UpgradeRefusal) return error;
+  if (error instanceof SharedStateUnavailable) return new UpgradeRefusal(503, { ...SHARED_STATE_UNAVAILABLE_BODY });
+  return new UpgradeRefusal(500, { error: 'internal_error' });
 }
 
 const refuse = (status: number, error: string, extra: Record<string, unknown> = {}): UpgradeRefusal =>
@@ -54,14 +62,14 @@ export function audioUpgradeHandler(
         switchProtocols(socket, request);
         bridges.attachHost(grant, socket, head);
       } else {
-        const grant = checkWatch(deps, grants, request, gid);
+        const grant = await checkWatch(deps, grants, request, gid);
         if (socket.destroyed) return;
         switchProtocols(socket, request);
         bridges.attachWatch(grant, socket, head);
       }
     };
     accept().catch((error: unknown) => {
-      answer(socket, error instanceof UpgradeRefusal ? error : new UpgradeRefusal(500, { error: 'internal_error' }));
+      answer(socket, refusalFor(error));
     });
   };
 }
@@ -76,7 +84,7 @@ async function checkHost(
   checkUpgradeHeaders(request);
   const gateway = await deps.authenticateGateway(authorizationOf(request.headers));
   if (!gateway) throw refuse(401, 'unauthorized');
-  if (!deps.rateLimit.hit(`watch-audio-host:${gid}`, WATCH_AUDIO_LIMITS.hostPerGrant))
+  if (!(await deps.rateLimit.hit(`watch-audio-host:${gid}`, WATCH_AUDIO_LIMITS.hostPerGrant)))
     throw refuse(429, 'rate_limited');
   const grant = grants.findOwned(gid, gateway);
   if (!grant) throw refuse(410, 'grant_closed', { reason: 'expired' });
@@ -86,16 +94,21 @@ async function checkHost(
   return grant;
 }
 
-function checkWatch(deps: WatchDeps, grants: GrantRegistry, request: IncomingMessage, gid: string): Grant {
+async function checkWatch(
+  deps: WatchDeps,
+  grants: GrantRegistry,
+  request: IncomingMessage,
+  gid: string,
+): Promise<Grant> {
   // Per-IP before anything else, so key guessing is throttled before it learns anything.
-  if (!deps.rateLimit.hit(`watch-audio-ip:${deps.clientIp(request)}`, WATCH_AUDIO_LIMITS.watchPerIp)) {
+  if (!(await deps.rateLimit.hit(`watch-audio-ip:${deps.clientIp(request)}`, WATCH_AUDIO_LIMITS.watchPerIp))) {
     throw refuse(429, 'rate_limited');
   }
   checkUpgradeHeaders(request);
   const keyHash = watchKeyHash(authorizationOf(request.headers));
   const grant = keyHash ? grants.findByKey(gid, keyHash) : undefined;
   if (!grant) throw refuse(401, 'unauthorized');
-  if (!deps.rateLimit.hit(`watch-audio-watch:${gid}`, WATCH_AUDIO_LIMITS.watchPerGrant))
+  if (!(await deps.rateLimit.hit(`watch-audio-watch:${gid}`, WATCH_AUDIO_LIMITS.watchPerGrant)))
     throw refuse(429, 'rate_limited');
   if (grant.closedReason !== undefined) throw refuse(410, 'grant_closed', { reason: grant.closedReason });
   if (!grant.audio) throw refuse(403, 'audio_not_granted');

@@ -66,8 +66,11 @@ export interface WatchDeps {
   authenticateDevice(authorization: string | undefined): Promise<DeviceIdentity | null>;
   /** The APNs transport (Live Activity pushes). */
   apns: ApnsSender;
-  /** The relay's fixed-window limiter: counts one hit, false once the key is over `max` in its window (default 60 s). */
-  rateLimit: { hit(key: string, max: number, windowMs?: number): boolean };
+  /**
+   * The relay's fixed-window limiter: counts one hit, false once the key is over `max` in its window
+   * (default 60 s). Shared by the replicas (Redis) when there are several, hence the promise.
+   */
+  rateLimit: { hit(key: string, max: number, windowMs?: number): Promise<boolean> };
   /** The client address for per-IP limits (the trusted proxy's X-Forwarded-For entry under TRUST_PROXY, else the socket); also used for upgrades. */
   clientIp(request: IncomingMessage): string;
   config: WatchConfig;

@@ -15,8 +15,8 @@ export const LIVE_ACTIVITY_LIMITS = { registrationsPerInstallation: 30, reportsP
 
 /** Binds the Live Activity routes: the phone registers tokens, the host reports progress. */
 export function liveActivityRoutes(app: FastifyInstance, deps: WatchDeps, registry: LiveActivityRegistry): void {
-  const limit = (key: string, max: number): void => {
-    if (!deps.rateLimit.hit(key, max)) throw new WireError(429, 'rate_limited');
+  const limit = async (key: string, max: number): Promise<void> => {
+    if (!(await deps.rateLimit.hit(key, max))) throw new WireError(429, 'rate_limited');
   };
   const deviceOf = async (request: FastifyRequest): Promise<DeviceIdentity> => {
     const device = await deps.authenticateDevice(authorizationOf(request.headers));
@@ -29,7 +29,7 @@ export function liveActivityRoutes(app: FastifyInstance, deps: WatchDeps, regist
     registerLiveActivity,
     async ({ request, readBody }) => {
       const device = await deviceOf(request);
-      limit(`live-activity:${device.installationId}`, LIVE_ACTIVITY_LIMITS.registrationsPerInstallation);
+      await limit(`live-activity:${device.installationId}`, LIVE_ACTIVITY_LIMITS.registrationsPerInstallation);
       const body = readBody();
       const registration = registry.register(device.installationId, body.push_token, body.session_ids, body.gateway_id);
       if (registration === 'capacity') return { status: 503, body: { error: 'live_activity_capacity' } };
@@ -44,7 +44,7 @@ export function liveActivityRoutes(app: FastifyInstance, deps: WatchDeps, regist
 
   bindRoute(app, removeLiveActivity, async ({ params, request }) => {
     const device = await deviceOf(request);
-    limit(`live-activity:${device.installationId}`, LIVE_ACTIVITY_LIMITS.registrationsPerInstallation);
+    await limit(`live-activity:${device.installationId}`, LIVE_ACTIVITY_LIMITS.registrationsPerInstallation);
     registry.remove(device.installationId, params.push_token);
     return { status: 204, body: undefined };
   });
@@ -55,7 +55,7 @@ export function liveActivityRoutes(app: FastifyInstance, deps: WatchDeps, regist
     async ({ request, readBody }) => {
       const gateway = await deps.authenticateGateway(authorizationOf(request.headers));
       if (!gateway) throw new WireError(401, 'unauthorized');
-      limit(`live-activity-progress:${gateway.gatewayId}`, LIVE_ACTIVITY_LIMITS.reportsPerGateway);
+      await limit(`live-activity-progress:${gateway.gatewayId}`, LIVE_ACTIVITY_LIMITS.reportsPerGateway);
       const progress = readBody();
       const watching = registry.watching(gateway.installationId, gateway.gatewayId, progress.session_id);
       const notification = liveActivityPush(deps.config.apnsTopic, progress, deps.now());

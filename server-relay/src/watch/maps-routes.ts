@@ -18,7 +18,7 @@ export function mapsRoutes(
   bindRoute(app, mintMapsToken, async ({ request }) => {
     const gateway = await deps.authenticateGateway(authorizationOf(request.headers));
     if (!gateway) return { status: 401, body: { error: 'unauthorized' } };
-    if (!deps.rateLimit.hit(`maps-token:${gateway.gatewayId}`, MAPS_TOKENS_PER_GATEWAY_PER_MINUTE)) {
+    if (!(await deps.rateLimit.hit(`maps-token:${gateway.gatewayId}`, MAPS_TOKENS_PER_GATEWAY_PER_MINUTE))) {
       return { status: 429, body: { error: 'rate_limited' } };
     }
     // The host stops asking for an hour on 404, so it is the answer for "no key here".
@@ -29,7 +29,7 @@ export function mapsRoutes(
     // Counted after the mint, so a host retrying through an Apple outage spends nothing; a refused
     // mint costs at most one shared exchange, which every host's next request reuses anyway.
     const window = `maps-token-day:${gateway.installationId}`;
-    if (!deps.rateLimit.hit(window, settings.mapsTokensPerInstallationPerDay, DAY_MS)) {
+    if (!(await deps.rateLimit.hit(window, settings.mapsTokensPerInstallationPerDay, DAY_MS))) {
       return { status: 429, body: { error: 'maps_token_limit' } };
     }
     return {

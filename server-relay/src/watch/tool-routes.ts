@@ -28,8 +28,8 @@ export function watchToolRoutes(
   settings: WatchSettings,
   grants: GrantRegistry,
 ): void {
-  const limit = (key: string, max: number): void => {
-    if (!deps.rateLimit.hit(key, max)) throw new WireError(429, 'rate_limited');
+  const limit = async (key: string, max: number): Promise<void> => {
+    if (!(await deps.rateLimit.hit(key, max))) throw new WireError(429, 'rate_limited');
   };
   const gatewayOf = async (request: FastifyRequest): Promise<GatewayIdentity> => {
     const gateway = await deps.authenticateGateway(authorizationOf(request.headers));
@@ -49,7 +49,7 @@ export function watchToolRoutes(
     createWatchGrant,
     async ({ request, readBody }) => {
       const gateway = await gatewayOf(request);
-      limit(`watch-grant:${gateway.gatewayId}`, WATCH_TOOL_LIMITS.grantsPerGateway);
+      await limit(`watch-grant:${gateway.gatewayId}`, WATCH_TOOL_LIMITS.grantsPerGateway);
       const body = readBody();
       const grant = grants.create(gateway, {
         keyHashHex: body.watch_key_sha256,
@@ -76,15 +76,15 @@ export function watchToolRoutes(
     postWatchCall,
     async ({ params, request, reply, readBody }) => {
       // Per-IP before anything else, so a key-guessing client is throttled before it learns anything.
-      limit(`watch-call-ip:${deps.clientIp(request.raw)}`, WATCH_TOOL_LIMITS.callsPerIp);
+      await limit(`watch-call-ip:${deps.clientIp(request.raw)}`, WATCH_TOOL_LIMITS.callsPerIp);
       const keyHash = watchKeyHash(authorizationOf(request.headers));
       const grant = keyHash ? grants.findByKey(params.gid, keyHash) : undefined;
       if (!grant) return { status: 401, body: { error: 'unauthorized' } };
       if (grant.closedReason !== undefined) {
         return { status: 410, body: { error: 'grant_closed', reason: grant.closedReason } };
       }
-      limit(`watch-call:${grant.id}`, WATCH_TOOL_LIMITS.callsPerGrant);
-      limit('watch-call-global', settings.watchCallsPerMinute);
+      await limit(`watch-call:${grant.id}`, WATCH_TOOL_LIMITS.callsPerGrant);
+      await limit('watch-call-global', settings.watchCallsPerMinute);
       const call = readBody();
       const submitted = grants.submitCall(grant, call);
       if ('refused' in submitted) {
@@ -118,7 +118,7 @@ export function watchToolRoutes(
   bindRoute(app, pollWatchCalls, async ({ params, query, request, reply }) => {
     const gateway = await gatewayOf(request);
     const grant = ownedOpenGrant(params.gid, gateway);
-    limit(`watch-poll:${grant.id}`, WATCH_TOOL_LIMITS.pollsPerGrant);
+    await limit(`watch-poll:${grant.id}`, WATCH_TOOL_LIMITS.pollsPerGrant);
     const held = grants.poll(grant, pollWaitMs(query.wait_ms, settings.hostPollWaitMs));
     onClientGone(reply, held.drop);
     const outcome = await held.outcome;
@@ -132,7 +132,7 @@ export function watchToolRoutes(
     async ({ params, request, readBody }) => {
       const gateway = await gatewayOf(request);
       const grant = ownedOpenGrant(params.gid, gateway);
-      limit(`watch-result:${grant.id}`, WATCH_TOOL_LIMITS.resultsPerGrant);
+      await limit(`watch-result:${grant.id}`, WATCH_TOOL_LIMITS.resultsPerGrant);
       const result = readBody();
       if (!grants.answer(grant, params.rid, result)) return { status: 404, body: { error: 'unknown_call' } };
       return { status: 200, body: { status: 'delivered' as const } };
@@ -145,7 +145,7 @@ export function watchToolRoutes(
     const authorization = authorizationOf(request.headers);
     const keyHash = watchKeyHash(authorization);
     if (keyHash) {
-      if (!deps.rateLimit.hit(`watch-call-ip:${deps.clientIp(request.raw)}`, WATCH_TOOL_LIMITS.callsPerIp)) {
+      if (!(await deps.rateLimit.hit(`watch-call-ip:${deps.clientIp(request.raw)}`, WATCH_TOOL_LIMITS.callsPerIp))) {
         return { status: 204, body: undefined };
       }
       const grant = grants.findByKey(params.gid, keyHash);

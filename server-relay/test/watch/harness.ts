@@ -40,7 +40,7 @@ export async function startWatchRelay(
     authenticateDevice: (header) => Promise.resolve(devices.get(header?.replace(/^Bearer\s+/i, '') ?? '') ?? null),
     apns,
     rateLimit: {
-      hit(key, max, windowMs = 60_000) {
+      async hit(key, max, windowMs = 60_000) {
         hits.push(key);
         // Property tests switch limits off: they check what the body checks answer.
         if (options.unlimited) return true;
