@@ -374,3 +374,34 @@ describe('sealed voice reads', () => {
     }
   });
 });
+
+describe('seen batch ids', () => {
+  it('keeps only the newest per device, so the store does not grow without bound', () => {
+    const root = tempHermesHome();
+    const store = PhoneDataStore.open(
+      root.root,
+      { feature: 'bounded', schema: '', deviceTables: [], seenBatchesKept: 3 },
+      true,
+    );
+    try {
+      if (!store) throw new Error('store not created');
+      store.putDevice('phone-a', new Uint8Array(32).fill(1), 'kid-a', 1);
+      store.putDevice('phone-b', new Uint8Array(32).fill(2), 'kid-b', 1);
+      for (let i = 1; i <= 5; i += 1) store.acceptBatch('phone-a', `a-${i}`, 100 + i, () => undefined);
+      store.acceptBatch('phone-b', 'b-1', 50, () => undefined);
+      expect(['a-1', 'a-2', 'a-3', 'a-4', 'a-5'].map((id) => store.seenBatch('phone-a', id))).toEqual([
+        false,
+        false,
+        true,
+        true,
+        true,
+      ]);
+      expect(store.batchCount('phone-a')).toBe(3);
+      // Another device's ids are its own: b-1 is older than every a-*, and kept.
+      expect(store.seenBatch('phone-b', 'b-1')).toBe(true);
+    } finally {
+      store?.close();
+      root.cleanup();
+    }
+  });
+});

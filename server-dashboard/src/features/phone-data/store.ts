@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS batches (
   received_at REAL NOT NULL,
   PRIMARY KEY (device_id, batch_id)
 );
+CREATE INDEX IF NOT EXISTS batches_by_arrival ON batches (device_id, received_at);
 CREATE TABLE IF NOT EXISTS reads (
   id INTEGER PRIMARY KEY,
   at REAL NOT NULL,
@@ -49,7 +50,16 @@ export interface StoreShape {
   schema: string;
   /** The feature's tables, each with a `device_id` column: what a re-key or a wipe drops. */
   deviceTables: readonly string[];
+  /** Batch ids remembered per device against replays (default SEEN_BATCHES_KEPT). */
+  seenBatchesKept?: number;
 }
+
+/**
+ * Batch ids remembered per device, newest first: a phone sends a batch every few minutes at most, so
+ * this spans months. An older id is forgotten, so the store does not grow without bound; a replay of a
+ * batch that old (its sealed bytes captured on the way) can only bring back what that phone once sent.
+ */
+export const SEEN_BATCHES_KEPT = 20_000;
 
 export interface DeviceRow {
   device_id: string;
@@ -155,6 +165,13 @@ export class PhoneDataStore {
       this.db
         .prepare('INSERT INTO batches (device_id, batch_id, received_at) VALUES (?, ?, ?)')
         .run(deviceId, batchId, nowS);
+      // Only the newest ids are kept: the oldest beyond the bound are forgotten with this batch.
+      this.db
+        .prepare(
+          `DELETE FROM batches WHERE device_id = ? AND rowid IN (
+             SELECT rowid FROM batches WHERE device_id = ? ORDER BY received_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
+        )
+        .run(deviceId, deviceId, this.shape.seenBatchesKept ?? SEEN_BATCHES_KEPT);
       this.db.prepare('UPDATE devices SET last_batch_at = ? WHERE device_id = ?').run(nowS, deviceId);
       return write();
     })();
