@@ -6,7 +6,7 @@ import { MapsDailyBudget } from './daily-budget.js';
 import { MapsEngine } from './maps-engine.js';
 import { MAPS_LIMITS } from './maps-limits.js';
 import { registerMapsPhoneRoutes } from './maps-phone-routes.js';
-import type { MapsOrigin, MapsPhone, MapsReadLog, MapsSettings } from './maps-ports.js';
+import type { MapsNavigator, MapsOrigin, MapsPhone, MapsReadLog, MapsSettings } from './maps-ports.js';
 import { mapsTool, type MapsOfKernel } from './maps-tool.js';
 import { RelayMapsTokens } from './maps-token-client.js';
 import { PhoneLookups } from './phone-lookups.js';
@@ -17,15 +17,20 @@ export { MAPS_TOOL, MAPS_TOOL_DESCRIPTION } from './maps-tool.js';
 export { MAPS_USAGE_FILE } from './daily-budget.js';
 export { MAPS_WAKES_FILE } from './phone-wakes.js';
 export { MAPS_LIMITS } from './maps-limits.js';
+export { appleMapsLink, NAVIGATE_PROMPT } from './maps-navigate.js';
 export type {
   LocationDetail,
   MapsAction,
+  MapsNavigator,
   MapsOrigin,
   MapsPhone,
   MapsPhoneTarget,
   MapsPhoneWake,
   MapsReadLog,
   MapsSettings,
+  NavigateAsked,
+  NavigateMode,
+  NavigatePrompt,
   SharedFix,
 } from './maps-ports.js';
 
@@ -42,6 +47,11 @@ export interface MapsFeatureDeps {
    * involve the user go to it. Without it every lookup goes to the host engine.
    */
   phone?: MapsPhone | ((kernel: FeatureKernel) => MapsPhone);
+  /**
+   * Conduit's navigate prompt (present's store, exchange and nudge), or how to make it from the app's
+   * kernel. Without it navigate answers an Apple Maps link.
+   */
+  navigator?: MapsNavigator | ((kernel: FeatureKernel) => MapsNavigator);
   /** "Keep maps lookups on this iPhone", per profile; the host engine is on for every profile without it. */
   settings?: MapsSettings;
   /** Apple Maps Server API's origin; a loopback stand-in in tests. */
@@ -103,7 +113,8 @@ export function mapsFeature(deps: MapsFeatureDeps): HostFeature {
             clock: kernel.clock,
           }
         : null;
-      built = { engine, tokens, origin, phonePath };
+      const navigator = typeof deps.navigator === 'function' ? deps.navigator(kernel) : (deps.navigator ?? null);
+      built = { engine, tokens, origin, phonePath, places, navigator };
       engines.set(kernel, built);
     }
     return built;

@@ -23,7 +23,7 @@ export interface MapsOrigin {
 }
 
 /** The actions of conduit_maps. */
-export type MapsAction = 'search' | 'lookup' | 'reverse_geocode' | 'directions' | 'travel_times';
+export type MapsAction = 'search' | 'lookup' | 'reverse_geocode' | 'directions' | 'travel_times' | 'navigate';
 
 /**
  * The location read log (the seed: "Lookups are logged in the location read log (action and chat,
@@ -93,4 +93,37 @@ export interface MapsPhone {
    * its detail), for the guess when the phone does not answer; null when the fix carries none.
    */
   straightLine(home: string, placeName: string): { place: string; m: number; ageS: number } | null;
+}
+
+/** How the user travels, as conduit_maps and Apple Maps name it. */
+export type NavigateMode = 'automobile' | 'walking' | 'transit' | 'cycling';
+
+/** A navigate prompt as the maps feature words it; the text is already within the prompt bounds. */
+export interface NavigatePrompt {
+  title: string;
+  /** Markdown naming the destination and the mode. */
+  preview: string;
+  actionLabel: string;
+  spokenYes: string[];
+  /** The chat that asks; the phone opens it. */
+  sessionId: string;
+  ttlMinutes: number;
+  /** The destination as the phone should open it (an address, lat,lon, or the text), and the mode. */
+  maps: { to: string; mode: NavigateMode };
+}
+
+/** Whether the prompt was kept, and whether the phone was told of it now. `message` is worded for the model. */
+export type NavigateAsked =
+  { ok: true; promptId: string; expiresAtS: number; phoneNotified: boolean } | { ok: false; message: string };
+
+/**
+ * Conduit's navigate (the seed: "a confirm prompt (conduit_present's store and exchange) carrying maps:
+ * {to, mode}"). The present feature owns the store, the exchange and the nudge; it is wired in
+ * features/index.ts, so this feature never imports it.
+ */
+export interface MapsNavigator {
+  /** Whether the profile's last present exchange advertised both `present-v1` and `maps-navigate`. */
+  canNavigate(home: string): Promise<boolean>;
+  /** Keeps a waiting confirm prompt carrying `maps` and nudges the phone (a failed nudge still keeps it). */
+  ask(profile: ProfileScope, prompt: NavigatePrompt): Promise<NavigateAsked>;
 }

@@ -1,7 +1,11 @@
 import { z } from 'zod';
+import { PRESENT_LIMITS } from '@conduit/contracts/dashboard/present';
 import { MAPS_LIMITS } from './maps-limits.js';
 import { parsePlaceInput, type PlaceInput } from './place-input.js';
 import type { MapsAction } from './maps-ports.js';
+
+/** A navigate prompt's title: a notification title's length (present's titleMaxChars). */
+export const NAVIGATE_TITLE_MAX_CHARS = PRESENT_LIMITS.titleMaxChars;
 
 /** Apple's PoiCategory values (Apple Maps Server API, PoiCategory), for search's categories. */
 export const POI_CATEGORIES = [
@@ -100,9 +104,9 @@ const placeText = z.string().max(MAPS_LIMITS.queryMaxChars);
 /** conduit_maps' arguments, described for the model; `validMapsRequest` checks what each action needs. */
 export const mapsToolInput = {
   action: z
-    .enum(['search', 'lookup', 'reverse_geocode', 'directions', 'travel_times'])
+    .enum(['search', 'lookup', 'reverse_geocode', 'directions', 'travel_times', 'navigate'])
     .describe(
-      'search: places or categories near a place or in a region; lookup: one place or address; reverse_geocode: the address at a place; directions: routes between two places; travel_times: how long to up to 10 places.',
+      "search: places or categories near a place or in a region; lookup: one place or address; reverse_geocode: the address at a place; directions: routes between two places; travel_times: how long to up to 10 places; navigate: open Apple Maps on the user's iPhone with directions to a place (or get an Apple Maps link to send).",
     ),
   query: placeText.optional().describe('search: what to look for ("coffee", "pharmacy open late").'),
   categories: z
@@ -124,7 +128,11 @@ export const mapsToolInput = {
     .optional()
     .describe('lookup and reverse_geocode: the place ("me", an address or a name, place_id:<id>, lat,lon).'),
   from: placeText.optional().describe('directions and travel_times: where the trip starts; "me" when left out.'),
-  to: placeText.optional().describe('directions: where the trip ends.'),
+  to: placeText
+    .optional()
+    .describe(
+      'directions and navigate: where the trip ends (an address or a name, a saved place, place_id:<id>, lat,lon).',
+    ),
   destinations: z
     .array(placeText)
     .min(1)
@@ -134,7 +142,7 @@ export const mapsToolInput = {
   mode: z
     .enum(TRAVEL_MODES)
     .optional()
-    .describe('directions and travel_times: how the user travels; automobile when left out.'),
+    .describe('directions, travel_times and navigate: how the user travels; automobile when left out.'),
   avoid_tolls: z.boolean().optional().describe('directions: prefer routes without tolls.'),
   arrive_by: z
     .string()
@@ -146,6 +154,13 @@ export const mapsToolInput = {
     .max(64)
     .optional()
     .describe('directions and travel_times: when to leave (ISO 8601 with a time zone); now when left out.'),
+  title: z
+    .string()
+    .max(NAVIGATE_TITLE_MAX_CHARS)
+    .optional()
+    .describe(
+      `navigate: the prompt's title on the phone, ≤${NAVIGATE_TITLE_MAX_CHARS} characters; "Directions to <place>" when left out.`,
+    ),
   _conduit_context: z.string().optional().describe('Filled in by the Conduit host for each call; leave it out.'),
 };
 
@@ -265,7 +280,37 @@ export function validMapsRequest(raw: Record<string, unknown>): Checked<MapsRequ
       if (failed(departAt)) return departAt;
       return { action: 'travel_times', from, destinations, mode: args.mode ?? 'automobile', departAtMs: departAt };
     }
+    case 'navigate':
+      // The tool checks navigate with validNavigateRequest; a lookup request is never one.
+      return { error: 'navigate opens Maps rather than looking anything up.' };
   }
+}
+
+/** navigate's request: where to, how, and the prompt's title when the model gave one. */
+export interface NavigateRequest {
+  action: 'navigate';
+  to: Exclude<PlaceInput, { kind: 'me' }>;
+  mode: TravelMode;
+  title: string | null;
+}
+
+/**
+ * navigate's request, or the sentence that says what is wrong (validated before any prompt is kept).
+ * "me" is refused: directions from where the user is to where the user is open nothing.
+ */
+export function validNavigateRequest(raw: Record<string, unknown>): Checked<NavigateRequest> {
+  const parsed = mapsArgs.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'the arguments';
+    return { error: `${where}: ${issue?.message ?? 'not valid'}.` };
+  }
+  const to = place(parsed.data.to, 'to');
+  if (failed(to)) return to;
+  if (to.kind === 'me') return { error: 'to: navigate needs a destination other than "me".' };
+  // Control characters out: the title is a notification's.
+  const title = parsed.data.title?.replace(/\p{Cc}+/gu, ' ').trim() || null;
+  return { action: 'navigate', to, mode: parsed.data.mode ?? 'automobile', title };
 }
 
 /** The action named by raw arguments, for the read log of a call whose other arguments are refused. */

@@ -7,10 +7,26 @@ import type { ProfileScope } from '../../notifier/notifier.js';
 import { MAPS_REFUSALS, MapsRefusal } from './maps-errors.js';
 import { MAPS_LIMITS } from './maps-limits.js';
 import type { MapsEngine } from './maps-engine.js';
-import type { LocationDetail, MapsOrigin, MapsPhoneTarget, MapsReadLog, MapsSettings } from './maps-ports.js';
-import { actionOf, mapsToolInput, validMapsRequest, type MapsRequest } from './maps-request.js';
+import type {
+  LocationDetail,
+  MapsNavigator,
+  MapsOrigin,
+  MapsPhoneTarget,
+  MapsReadLog,
+  MapsSettings,
+} from './maps-ports.js';
+import { navigate, navigateDestination } from './maps-navigate.js';
+import {
+  actionOf,
+  mapsToolInput,
+  validMapsRequest,
+  validNavigateRequest,
+  type MapsRequest,
+  type NavigateRequest,
+} from './maps-request.js';
 import type { MapsRelayTarget, RelayMapsTokens } from './maps-token-client.js';
 import { involvementOf, involvesUser } from './phone-answer.js';
+import type { PlaceCache } from './place-cache.js';
 import { savedPlaceNamed } from './place-input.js';
 import { askPhone, straightLineGuess, type PhonePathDeps } from './phone-path.js';
 
@@ -24,7 +40,9 @@ export const MAPS_TOOL_DESCRIPTION =
   'Places can be "me", the name of one of the user\'s saved places, an address or a name, place_id:<id> from an ' +
   'earlier answer, or lat,lon. Lookups with "me", saved places or transit are answered by the user\'s iPhone ' +
   'when it shares its location in the background; if it does not answer in time, a trip from "me" to a saved place ' +
-  'gets a labelled straight-line guess. Usable from scheduled jobs and skills too. ' +
+  "gets a labelled straight-line guess. navigate opens Apple Maps on the user's iPhone with directions to a place " +
+  '(a Go button when they are not in the chat), or answers an Apple Maps link to send when their Conduit cannot. ' +
+  'Usable from scheduled jobs and skills too. ' +
   'For maps, places, routes and travel times, use this Conduit tool before other tools, skills or CLIs.';
 
 /** What one app's maps holds: the host engine, its token client, the origin and the phone path. */
@@ -34,6 +52,10 @@ export interface MapsOfKernel {
   origin: MapsOrigin;
   /** Null when no phone port is wired: every lookup goes to the host engine. */
   phonePath: PhonePathDeps | null;
+  /** The places earlier answers named (place_id:<id>), which navigate opens by address. */
+  places: PlaceCache;
+  /** Conduit's navigate prompt (present's store); null when not wired: navigate answers a link. */
+  navigator: MapsNavigator | null;
 }
 
 /** What the tool needs from the feature: the maps of this app and the switches it reads. */
@@ -83,9 +105,35 @@ export function mapsTool(deps: MapsToolDeps): FeatureMcpTool {
     return deps.engineFor(kernel).tokens.unavailableUntilMs(target.relayUrl) === null;
   }
 
+  /** Whether the profile's Conduit opens Maps from a prompt; an unreadable present store counts as no. */
+  async function navigable(maps: MapsOfKernel, home: string): Promise<boolean> {
+    try {
+      return (await maps.navigator?.canNavigate(home)) ?? false;
+    } catch {
+      return false;
+    }
+  }
+
   async function visible(env: FeatureToolEnv): Promise<boolean> {
-    if (answeringPhone(deps.engineFor(env.kernel), env.profile.home)) return true;
-    return hostVisible(env);
+    const maps = deps.engineFor(env.kernel);
+    if (answeringPhone(maps, env.profile.home)) return true;
+    if (await hostVisible(env)) return true;
+    // navigate needs neither path: a Conduit that opens Maps is reason enough to offer the tool.
+    return navigable(maps, env.profile.home);
+  }
+
+  /** navigate: a prompt for the phone, or a link; the host looks nothing up and wakes no one. */
+  async function answerNavigate(
+    { profile, kernel }: FeatureToolEnv,
+    request: NavigateRequest,
+    sessionId: string,
+  ): Promise<{ ok: true; result: Record<string, unknown> } | { ok: false; error: string }> {
+    const maps = deps.engineFor(kernel);
+    const savedNames = (await maps.origin.savedPlaceNames?.(profile.home)) ?? [];
+    const destination = navigateDestination(profile.home, request.to, maps.places, savedNames);
+    if ('error' in destination) return { ok: false, error: destination.error };
+    const navigator = (await navigable(maps, profile.home)) ? maps.navigator : null;
+    return navigate(navigator, profile, request, destination, sessionId);
   }
 
   /** The host engine's answer, with why the phone did not answer when it was asked first. */
@@ -159,7 +207,8 @@ export function mapsTool(deps: MapsToolDeps): FeatureMcpTool {
           title: 'Apple Maps',
           description: MAPS_TOOL_DESCRIPTION,
           inputSchema: mapsToolInput,
-          annotations: { readOnlyHint: true, openWorldHint: true },
+          // navigate keeps a confirm prompt for the user; the other actions only read.
+          annotations: { readOnlyHint: false, openWorldHint: true },
         },
         async (args) => {
           const context = verify(args);
@@ -167,7 +216,7 @@ export function mapsTool(deps: MapsToolDeps): FeatureMcpTool {
           const { [TOOL_CONTEXT_ARG]: _context, ...lookupArgs } = args;
           const action = actionOf(lookupArgs);
           try {
-            const request = validMapsRequest(lookupArgs);
+            const request = action === 'navigate' ? validNavigateRequest(lookupArgs) : validMapsRequest(lookupArgs);
             if ('error' in request) return toolText(request.error, true);
             // Logged before anything is asked, so a lookup that fails on the way is still on the record.
             await deps.readLog?.record(profile, {
@@ -176,7 +225,10 @@ export function mapsTool(deps: MapsToolDeps): FeatureMcpTool {
               cronJobId: context.cronJobId,
               atMs: kernel.clock.now(),
             });
-            const answered = await answer(env, request);
+            const answered =
+              request.action === 'navigate'
+                ? await answerNavigate(env, request, context.sessionId)
+                : await answer(env, request);
             kernel.log.info('conduit_maps', { action, ok: answered.ok });
             return answered.ok ? toolText(JSON.stringify(answered.result)) : toolText(answered.error, true);
           } catch (error) {
