@@ -715,6 +715,83 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/phone/ingest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Store a sealed phone batch
+         * @description Opened with the device’s key; nothing is stored unless the whole batch opens and validates. A batch id the device key already sent is refused (409), so a replayed batch changes nothing.
+         */
+        post: operations["postPhoneIngest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/phone/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Agree this device's phone key with the profile (X25519)
+         * @description The device sends its public key and id; the host answers the profile’s public key for this feature and the kid. A new key for a known device id drops what the earlier key sent; the same key again keeps it. The host keeps its secret key in the feature’s store (mode 0600).
+         */
+        post: operations["postPhoneKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/phone/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the profile holds for phone: counts and dates, never values */
+        get: operations["getPhoneStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/phone/wipe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete one device's phone data and key, or everything with {"all": true}
+         * @description The rows are really gone: one device is deleted and the file vacuumed; everything removes the file (a new host key is made on the next key agreement).
+         */
+        post: operations["postPhoneWipe"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/plugins/conduit_push/present/exchange": {
         parameters: {
             query?: never;
@@ -6022,6 +6099,504 @@ export interface operations {
             };
         };
     };
+    postPhoneIngest: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    batch_id: string;
+                    ct: string;
+                    device_id: string;
+                    kid: string;
+                    nonce: string;
+                    /** @constant */
+                    v: 1;
+                };
+            };
+        };
+        responses: {
+            /** @description What the batch changed. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        batch_id: string;
+                        ignored: number;
+                        /** @constant */
+                        ok: true;
+                        stored: number;
+                    };
+                };
+            };
+            /** @description The body or the opened batch is refused (its message); or the seal does not open (tampered). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description This batch id was already received from this device key (a replay); nothing is stored. */
+            409: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The device id or kid has no key here (never agreed, wiped or replaced): agree a key again. */
+            412: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The sealed batch is over 4 MiB or carries more than 5,000 items; nothing is stored. */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 120 phone uploads a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postPhoneKey: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    device_id: string;
+                    device_key: string;
+                    /** @constant */
+                    v: 1;
+                };
+            };
+        };
+        responses: {
+            /** @description The host key and kid. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        host_key: string;
+                        kid: string;
+                        /** @constant */
+                        ok: true;
+                        replaced: boolean;
+                        /** @constant */
+                        v: 1;
+                    };
+                };
+            };
+            /** @description The body is not JSON, a field is refused, or the device key is a low-order point. */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description The profile already has 4 devices for this feature; wipe one first. */
+            409: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 20 key requests a minute for this profile and feature. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getPhoneStatus: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Each device with its counts. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        devices: {
+                            batches: number;
+                            counts: {
+                                [key: string]: number;
+                            };
+                            device_id: string;
+                            first_day: string | null;
+                            kid: string;
+                            last_batch_at: number | null;
+                            last_day: string | null;
+                            registered_at: number;
+                        }[];
+                        enabled: boolean;
+                        /** @constant */
+                        ok: true;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postPhoneWipe: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    device_id: string;
+                } | {
+                    /** @constant */
+                    all: true;
+                };
+            };
+        };
+        responses: {
+            /** @description How many devices were deleted. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        devices: number;
+                        /** @constant */
+                        ok: true;
+                    };
+                };
+            };
+            /** @description The body is not JSON (`Request body is not JSON`), or a field is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
     postPresentExchange: {
         parameters: {
             query?: {
@@ -8260,7 +8835,7 @@ export interface operations {
                     };
                     job_profiles?: string[];
                     max_jobs?: number;
-                    tools: ("web_search" | "recall_memory" | "start_job" | "list_jobs" | "cancel_job" | "interrupt_job" | "live_token")[];
+                    tools: ("web_search" | "recall_memory" | "start_job" | "list_jobs" | "cancel_job" | "interrupt_job" | "live_token" | "find_chat" | "read_chat")[];
                 };
             };
         };
@@ -8381,7 +8956,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The relay predates Watch tools, or this host can't serve what was asked (jobs, audio). */
+            /** @description The relay predates Watch tools, or this host can't serve what was asked (jobs, chats, audio). */
             501: {
                 headers: {
                     /** @description no-store */
@@ -8407,7 +8982,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The relay is at capacity for Watch tools, or the profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            /** @description The relay is at capacity for Watch tools, live_token alone was asked for a profile without a Gemini key, or the profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;

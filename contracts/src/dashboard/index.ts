@@ -28,6 +28,7 @@ import {
 import { postSessionTakeover, getDesktopViews } from './sessions.js';
 import { getArtifacts } from './artifacts.js';
 import { postHealthKey, postHealthIngest, getHealthStatus, postHealthWipe } from './health.js';
+import { postPhoneKey, postPhoneIngest, getPhoneStatus, postPhoneWipe } from './phone.js';
 import { getVoiceTools, postVoiceToolCall } from './voice-tools.js';
 import { postPresentExchange } from './present.js';
 import { postWatchToolsGrant, postWatchToolsRevoke } from './watch-tools.js';
@@ -74,6 +75,7 @@ export { getLocalLiveStatus, rotateLocalLiveKey, postLocalLiveChatCompletions, p
 export { postVoiceSession, getVoiceChatCalls, getVoiceTags, postVoiceTag, getVoiceSummary, postVoiceSummary };
 export { postSessionTakeover, getDesktopViews };
 export { postHealthKey, postHealthIngest, getHealthStatus, postHealthWipe };
+export { postPhoneKey, postPhoneIngest, getPhoneStatus, postPhoneWipe };
 export { getVoiceTools, postVoiceToolCall };
 export { getLocationReads, getLocationStatus, postLocationIngest, postLocationKey, postLocationWipe };
 export {
@@ -155,6 +157,10 @@ export const dashboardSurface = {
     postLocationMapsAnswer,
     getLocationRules,
     deleteLocationRule,
+    postPhoneKey,
+    postPhoneIngest,
+    getPhoneStatus,
+    postPhoneWipe,
     getVoiceTools,
     postVoiceToolCall,
     postPresentExchange,

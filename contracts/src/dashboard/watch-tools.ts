@@ -4,7 +4,10 @@ import { detailAnswer, detailBodyRefusals, detailUnavailable, noStoreNoCache } f
 import { unauthorized } from './notification-settings.js';
 import { profileQuery } from './profile.js';
 
-/** What a Watch grant may run (ROUTES.md, Watch tools). Jobs' `job_news` and `answer_approval` ride with them. */
+/**
+ * What a Watch grant may run (ROUTES.md, Watch tools; `find_chat` and `read_chat` from the seed's
+ * plugin 0.18). Jobs' `job_news` and `answer_approval` ride with them.
+ */
 export const GRANTABLE_WATCH_TOOLS = [
   'web_search',
   'recall_memory',
@@ -13,6 +16,8 @@ export const GRANTABLE_WATCH_TOOLS = [
   'cancel_job',
   'interrupt_job',
   'live_token',
+  'find_chat',
+  'read_chat',
 ] as const;
 export type GrantableWatchTool = (typeof GRANTABLE_WATCH_TOOLS)[number];
 
@@ -94,9 +99,11 @@ export const postWatchToolsGrant = defineRoute({
     409: detailAnswer("The profile isn't paired with Conduit notifications, or its relay isn't HTTPS."),
     429: detailAnswer('More than 10 grants a minute for this profile.'),
     500: detailAnswer('An unexpected failure, named by its type only.'),
-    501: detailAnswer("The relay predates Watch tools, or this host can't serve what was asked (jobs, audio)."),
+    501: detailAnswer("The relay predates Watch tools, or this host can't serve what was asked (jobs, chats, audio)."),
     502: detailAnswer("The relay couldn't be reached or refused the grant."),
-    503: detailUnavailable('The relay is at capacity for Watch tools, or the profile cannot be resolved.'),
+    503: detailUnavailable(
+      'The relay is at capacity for Watch tools, live_token alone was asked for a profile without a Gemini key, or the profile cannot be resolved.',
+    ),
   },
 });
 

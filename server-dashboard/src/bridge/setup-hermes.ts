@@ -13,6 +13,7 @@ import { BRIDGED_HOOKS } from './hook-payload.js';
 import { callingSkill } from '../features/calls/calling-skill.js';
 import { readingHealthSkill } from '../features/health/reading-health-skill.js';
 import { usingLocationSkill } from '../features/location/using-location-skill.js';
+import { usingCalendarSkill } from '../features/phone/using-calendar-skill.js';
 import { installSkill, removeSkill, type ConduitSkill } from '../kernel/hermes-skills.js';
 import {
   applyCliShimEnablement,
@@ -34,7 +35,12 @@ function isOurCommand(command: string): boolean {
  * whether or not its tool is offered yet (conduit_health shows only once a phone syncs), so the skill
  * is there the moment the tool is.
  */
-export const CONDUIT_SKILLS: readonly ConduitSkill[] = [callingSkill, readingHealthSkill, usingLocationSkill];
+export const CONDUIT_SKILLS: readonly ConduitSkill[] = [
+  callingSkill,
+  readingHealthSkill,
+  usingLocationSkill,
+  usingCalendarSkill,
+];
 
 /** Hermes' maximum shell-hook timeout; a held clarify call needs all of it. */
 const HELD_TIMEOUT_S = 300;

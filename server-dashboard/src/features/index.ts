@@ -6,6 +6,7 @@ import { geminiLiveFeature } from './gemini-live/index.js';
 import { healthFeature } from './health/index.js';
 import { locationFeature, locationMapsOrigin, locationMapsPhone, locationMapsReadLog } from './location/index.js';
 import { mapsFeature, type MapsNavigator } from './maps/index.js';
+import { phoneFeature } from './phone/index.js';
 import { gptLiveFeature } from './gpt-live/index.js';
 import { grokLiveFeature } from './grok-live/index.js';
 import { memoryFeature } from './memory/index.js';
@@ -73,6 +74,7 @@ export const HOST_FEATURES: readonly HostFeature[] = [
   artifactsFeature,
   healthFeature,
   locationFeature(),
+  phoneFeature,
   mapsFeature({
     origin: (kernel) => locationMapsOrigin(kernel.clock),
     readLog: locationMapsReadLog(),

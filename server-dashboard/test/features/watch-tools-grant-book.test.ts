@@ -10,7 +10,8 @@ import { ManualClock } from '../../src/clock.js';
 import { HostActivity } from '../../src/kernel/activity.js';
 import { ManualTimers } from '../../src/kernel/timers.js';
 import { silentLogger } from '../../src/log.js';
-import type { WatchAnswer } from '../../src/features/watch/watch-answer.js';
+import type { AnswerDelivery, WatchAnswer } from '../../src/features/watch/watch-answer.js';
+import { WatchLiveTokens } from '../../src/features/watch/watch-live-token.js';
 import { WatchGrantBook, type WatchGrant, type WatchGrantRelay } from '../../src/features/watch/watch-grants.js';
 import type { PollAnswer } from '../../src/features/watch/watch-relay.js';
 import {
@@ -39,6 +40,8 @@ class ScriptedRelay implements WatchGrantRelay {
   private readonly resultWaiters: (() => void)[] = [];
   private releaseClose: (() => void) | null = null;
   holdCloses = false;
+  /** What postResult answers next: whether the relay took the answer for the waiting Watch. */
+  delivers: boolean[] = [];
 
   poll(_target: unknown, _gid: string, signal: AbortSignal): Promise<PollAnswer> {
     return new Promise((resolve) => {
@@ -51,7 +54,7 @@ class ScriptedRelay implements WatchGrantRelay {
   postResult(_target: unknown, _gid: string, rid: string, sealed: SealedWatchMessage): Promise<boolean> {
     this.results.push({ rid, sealed });
     this.resultWaiters.splice(0).forEach((wake) => wake());
-    return Promise.resolve(true);
+    return Promise.resolve(this.delivers.shift() ?? true);
   }
 
   closeGrant(_target: unknown, gid: string): Promise<void> {
@@ -83,7 +86,7 @@ class ScriptedRelay implements WatchGrantRelay {
   }
 }
 
-function setUp(runTool: (tool: string) => Promise<WatchAnswer>) {
+function setUp(runTool: (tool: string, delivery: AnswerDelivery) => Promise<WatchAnswer>) {
   const relay = new ScriptedRelay();
   const clock = new ManualClock();
   const timers = new ManualTimers();
@@ -99,7 +102,7 @@ function setUp(runTool: (tool: string) => Promise<WatchAnswer>) {
     log: silentLogger,
     activity: new HostActivity(),
     random: nextNonce,
-    runTool: (_grant, tool) => runTool(tool),
+    runTool: (_grant, tool, _args, delivery) => runTool(tool, delivery),
     released: (grant) => {
       released.push(grant.id);
       releaseWaiters.splice(0).forEach((wake) => wake());
@@ -111,7 +114,7 @@ function setUp(runTool: (tool: string) => Promise<WatchAnswer>) {
     limiterKey: '',
     target: { relayUrl: 'https://relay.invalid', credential: 'c' },
     keys,
-    tools: new Set(['web_search']),
+    tools: new Set(['web_search', 'live_token']),
     openedAtMs: clock.now(),
     expiresAtMs: clock.now() + 1_800_000,
     settings: { maxJobs: 0, jobOptions: undefined, jobProfiles: undefined },
@@ -232,5 +235,69 @@ describe('the grant book', () => {
     second.relay.finishClose();
     await closing;
     expect(done).toBe(true);
+  });
+
+  it('tells a tool whether its answer reached the relay: taken, refused, or swapped for the too-large refusal', async () => {
+    const heard: boolean[] = [];
+    const answers: WatchAnswer[] = [{ ok: true }, { ok: true }, { ok: true, text: 'x'.repeat(20_000) }];
+    const { relay, book, grant } = setUp((_tool, delivery) => {
+      delivery.onSettled((delivered) => heard.push(delivered));
+      return Promise.resolve(answers.shift() ?? { ok: true });
+    });
+    relay.delivers = [true, false, true];
+    book.add(grant);
+    await relay.untilPolls(1);
+    relay.answer({ kind: 'calls', calls: [callFrom('A'.repeat(22))] });
+    await relay.untilResults(1);
+    await relay.untilPolls(2);
+    relay.answer({ kind: 'calls', calls: [callFrom('B'.repeat(22))] });
+    await relay.untilResults(2);
+    await relay.untilPolls(3);
+    relay.answer({ kind: 'calls', calls: [callFrom('C'.repeat(22))] });
+    await relay.untilResults(3);
+    await book.closeAll();
+    expect(heard).toEqual([true, false, false]);
+  });
+
+  it('counts a live token only once its answer reached the relay: six a grant, a lost one not among them', async () => {
+    let minted = 0;
+    const liveTokens = new WatchLiveTokens({
+      settings: () => Promise.resolve({ apiKey: 'k', model: 'm', apiVersion: 'v1alpha' }),
+      mint: () => {
+        minted += 1;
+        return Promise.resolve({
+          ok: true,
+          token: `auth_tokens/${minted}`,
+          expires_at: 'e',
+          new_session_expires_at: 'n',
+          model: 'm',
+          websocket_url: 'wss://x',
+        });
+      },
+    });
+    const setup = setUp((_tool, delivery) => liveTokens.run(setup.grant, delivery));
+    const { relay, book, grant } = setup;
+    relay.delivers = [false];
+    book.add(grant);
+    for (let i = 0; i < 8; i += 1) {
+      await relay.untilPolls(i + 1);
+      relay.answer({ kind: 'calls', calls: [callFrom(String.fromCharCode(65 + i).repeat(22), 'live_token')] });
+      await relay.untilResults(i + 1);
+    }
+    const answers = relay.results.map((result) => opened(result.sealed, result.rid));
+    // The first answer never reached the Watch, so seven were minted before the cap of six delivered.
+    expect(minted).toBe(7);
+    expect(answers.slice(0, 7)).toEqual(
+      Array.from(
+        { length: 7 },
+        (_, i) => expect.objectContaining({ ok: true, token: `auth_tokens/${i + 1}` }) as unknown,
+      ),
+    );
+    expect(answers[7]).toEqual({
+      ok: false,
+      status: 429,
+      detail: 'This Watch call has minted all the Gemini Live tokens it may',
+    });
+    await book.closeAll();
   });
 });

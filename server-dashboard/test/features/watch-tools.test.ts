@@ -4,29 +4,24 @@
  * relay's Watch side (API.md routes 17 and 20) with its own node:crypto sealing, apart from the host's.
  * Only Tavily and Hermes' memory provider are stand-ins.
  */
-import type { ChildProcess } from 'node:child_process';
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startServerProcess } from '@conduit/contracts/testing';
+import { freePort } from '@conduit/contracts/testing';
 import type { Host } from '../../src/app.js';
 import { memoryFeature } from '../../src/features/memory/index.js';
 import { createWatchToolsFeature, watchToolsFeature, type WatchJobs } from '../../src/features/watch/index.js';
 import { webSearchFeature } from '../../src/features/web-search/index.js';
 import type { LogFields, Logger } from '../../src/log.js';
-import { runPush, type PushCliDeps } from '../../src/pairing/cli.js';
-import { createRelayApi } from '../../src/pairing/relay-api.js';
 import { fakeHermesPython } from '../fixtures/fake-hermes-python.js';
 import { ManualClock, TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';
 import { startHost } from '../support/host.js';
 import { writePairing } from '../support/pairing.js';
 import { ProviderStandIn, tavilySearch, type StandInHit } from '../support/provider-stand-ins.js';
+import { RealRelay, WatchStandIn, type Grant } from '../support/watch-stand-in.js';
 
-const REPO = resolve(new URL('.', import.meta.url).pathname, '../../..');
-const TOPIC = 'dev.conduit.test';
 const PREFIX = '/api/plugins/conduit_push';
 const TAVILY_KEY = 'tvly-watch-test-key-0123456789';
 const HITS: StandInHit[] = [
@@ -60,92 +55,10 @@ const clock = new ManualClock();
 const log = new ReportingLogger();
 const tavily = new ProviderStandIn(tavilySearch(TAVILY_KEY, HITS));
 const oldRelay = new ProviderStandIn(() => ({ status: 404, body: { error: 'not_found' } }));
-let relayProcess: ChildProcess;
+let relay: RealRelay;
 let relayUrl = '';
-let relayOutput: () => string = () => '';
 let pythonPath = '';
 let host: Host & { url: string };
-
-// ---------------------------------------------------------------------------------------------------
-// The Watch: its own sealing (node:crypto), its own requests to the relay's Watch side.
-
-interface Grant {
-  grant_id: string;
-  relay_url: string;
-  key: string;
-  watch_key: string;
-  expires_at: string;
-  tools: string[];
-  max_calls: number;
-  max_jobs: number;
-  job_profiles?: string[];
-  jobs_carried_from?: string;
-}
-
-const SALT = 'conduit-watch-tools-v1';
-const aad = (direction: 'call' | 'result', gid: string, rid: string) =>
-  Buffer.from(`conduit-watch-tools/1\n${direction}\ngrant=${gid}\nrid=${rid}`, 'utf8');
-const keyOf = (root: string, direction: 'call watch-to-host' | 'result host-to-watch') =>
-  Buffer.from(hkdfSync('sha256', Buffer.from(root, 'base64url'), SALT, `${SALT} ${direction}`, 32));
-
-function seal(key: Buffer, associated: Buffer, plaintext: Buffer): { n: string; ct: string } {
-  const nonce = randomBytes(12);
-  const cipher = createCipheriv('chacha20-poly1305', key, nonce, { authTagLength: 16 });
-  cipher.setAAD(associated, { plaintextLength: plaintext.length });
-  const ct = Buffer.concat([cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
-  return { n: nonce.toString('base64url'), ct: ct.toString('base64url') };
-}
-
-function open(key: Buffer, associated: Buffer, sealed: { n: string; ct: string }): unknown {
-  const box = Buffer.from(sealed.ct, 'base64url');
-  const decipher = createDecipheriv('chacha20-poly1305', key, Buffer.from(sealed.n, 'base64url'), {
-    authTagLength: 16,
-  });
-  decipher.setAAD(associated, { plaintextLength: box.length - 16 });
-  decipher.setAuthTag(box.subarray(box.length - 16));
-  const plain = Buffer.concat([decipher.update(box.subarray(0, box.length - 16)), decipher.final()]);
-  return JSON.parse(plain.toString('utf8')) as unknown;
-}
-
-class WatchStandIn {
-  private readonly callKey: Buffer;
-  private readonly resultKey: Buffer;
-  constructor(readonly grant: Grant) {
-    this.callKey = keyOf(grant.key, 'call watch-to-host');
-    this.resultKey = keyOf(grant.key, 'result host-to-watch');
-  }
-
-  /** A call sealed as the Watch seals it, posted to the relay and held there until the host answers. */
-  async call(
-    tool: string,
-    args: Record<string, unknown>,
-  ): Promise<{ status: number; answer?: unknown; body: unknown }> {
-    const rid = randomBytes(16).toString('base64url');
-    const plaintext = Buffer.from(JSON.stringify({ tool, args }), 'utf8');
-    return this.post(rid, seal(this.callKey, aad('call', this.grant.grant_id, rid), plaintext));
-  }
-
-  /** Posts a prepared envelope under `rid`; opens a 200 answer with the result key. */
-  async post(
-    rid: string,
-    sealed: { n: string; ct: string },
-    watchKey = this.grant.watch_key,
-  ): Promise<{ status: number; answer?: unknown; body: unknown }> {
-    const response = await fetch(`${this.grant.relay_url}/v1/watch-tools/grants/${this.grant.grant_id}/calls`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${watchKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ rid, ...sealed }),
-    });
-    const body = (await response.json()) as unknown;
-    if (response.status !== 200) return { status: response.status, body };
-    const answer = open(this.resultKey, aad('result', this.grant.grant_id, rid), body as { n: string; ct: string });
-    return { status: 200, answer, body };
-  }
-
-  sealCall(rid: string, plaintext: Buffer, key = this.callKey, gid = this.grant.grant_id) {
-    return seal(key, aad('call', gid, rid), plaintext);
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------
 // The host's routes and the phone's pairing.
@@ -184,45 +97,9 @@ function profileDir(name: string, files: Record<string, string> = {}): string {
   return dir;
 }
 
-async function relayJson(route: string, body: unknown, bearer?: string) {
-  const response = await fetch(`${relayUrl}${route}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
-    body: JSON.stringify(body),
-  });
-  if (!response.ok) throw new Error(`${route}: ${response.status} ${relayOutput()}`);
-  return (await response.json()) as Record<string, unknown>;
-}
-
-const cliDeps = (): PushCliDeps => ({
-  env: {},
-  out: () => undefined,
-  err: () => undefined,
-  relay: createRelayApi({ userAgent: 'Conduit-Host/test' }),
-  hostname: () => 'box',
-  clock: Date.now,
-  randomBytes: (n) => new Uint8Array(randomBytes(n)),
-  identity: { version: '0.1.0', capabilities: ['version-reporting', 'e2e-v1'] },
-});
-
-/**
- * Pairs a profile with the real relay as `conduit push pair` does, with a code a phone minted (a phone
- * each: the relay lets one installation mint only a few codes a minute).
- */
+/** Pairs a profile with the real relay as `conduit push pair` does. */
 async function pairProfile(name: string, files: Record<string, string>): Promise<void> {
-  const dir = profileDir(name, files);
-  const registered = await relayJson('/v1/installations', {
-    bundle_id: TOPIC,
-    device_token: randomBytes(32).toString('hex'),
-    environment: 'production',
-  });
-  const installation = {
-    id: (registered.installation as { id: string }).id,
-    credential: String(registered.credential),
-  };
-  const pairing = await relayJson(`/v1/installations/${installation.id}/pairings`, {}, installation.credential);
-  const code = String(pairing.pairing_code);
-  expect(await runPush(['pair', code, '--relay-url', relayUrl, '--home', dir], cliDeps())).toBe(0);
+  await relay.pair(profileDir(name, files));
 }
 
 const SEARCHING = { '.env': `TAVILY_API_KEY=${TAVILY_KEY}\n`, 'config.yaml': 'memory:\n  provider: honcho\n' };
@@ -230,29 +107,8 @@ const SEARCHING = { '.env': `TAVILY_API_KEY=${TAVILY_KEY}\n`, 'config.yaml': 'me
 beforeAll(async () => {
   await Promise.all([tavily.start(), oldRelay.start()]);
   pythonPath = fakeHermesPython(home.root).python;
-  const port = await freePort();
-  relayUrl = `http://127.0.0.1:${port}`;
-  const server = await startServerProcess({
-    name: 'relay',
-    command: path.join(REPO, 'node_modules/.bin/tsx'),
-    args: [path.join(REPO, 'server-relay/src/main.ts')],
-    cwd: REPO,
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATA_PATH: path.join(home.root, 'relay.sqlite'),
-      PUBLIC_URL: 'https://relay.invalid',
-      APNS_TOPIC: TOPIC,
-      APNS_MODE: 'accept',
-      APNS_CAPTURE_PATH: path.join(home.root, 'capture.jsonl'),
-    },
-    port,
-    ready: async (url) => (await fetch(`${url}/healthz`)).ok,
-    timeoutMs: 60_000,
-  });
-  relayProcess = server.child;
-  relayOutput = server.output;
+  relay = await RealRelay.start(home.root);
+  relayUrl = relay.url;
   for (const name of ['watch', 'other', 'window', 'grants', 'expiry', 'forged', 'closing']) {
     await pairProfile(name, SEARCHING);
   }
@@ -273,11 +129,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await host?.app.close();
-  if (relayProcess && relayProcess.exitCode === null) {
-    const exited = new Promise((done) => relayProcess.once('exit', done));
-    relayProcess.kill('SIGTERM');
-    await exited;
-  }
+  await relay?.stop();
   await Promise.all([tavily.stop(), oldRelay.stop()]);
   await rm(home.root, { recursive: true, force: true });
 });
@@ -508,7 +360,7 @@ describe('grant requests refused', () => {
     [{ tools: [] }, 'tools must be a non-empty list'],
     [
       { tools: ['web_search', 'run_shell'] },
-      'The Watch can only be granted web_search, recall_memory, start_job, list_jobs, cancel_job, interrupt_job and live_token',
+      'The Watch can only be granted web_search, recall_memory, start_job, list_jobs, cancel_job, interrupt_job, live_token, find_chat and read_chat',
     ],
     [{ tools: ['web_search'], audio: 'yes' }, 'audio must be true or false'],
     [{ tools: ['web_search'], carry_jobs_from: 'short' }, 'carry_jobs_from must be a grant id'],

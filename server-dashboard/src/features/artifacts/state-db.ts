@@ -1,22 +1,11 @@
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openStateDbReadOnly, stateDbUnreadable as unreadable, tableColumns } from '../../kernel/hermes-state-db.js';
 import type { StoredMessage } from './message-artifacts.js';
 
-/** A state.db that exists but cannot be read now (busy, not a database, damaged). */
-export class StateDbUnreadable extends Error {
-  constructor(readonly busy: boolean) {
-    super(busy ? 'state.db is busy' : 'state.db cannot be read');
-    this.name = 'StateDbUnreadable';
-  }
-}
+export { StateDbUnreadable } from '../../kernel/hermes-state-db.js';
 
+/** How much of the store one read takes in (the lock wait is the kernel's, kernel/hermes-state-db.ts). */
 const BOUNDS = {
-  /**
-   * How long a read waits on a lock. Hermes' gateway is the only writer and, in WAL mode, never blocks
-   * a reader; only a checkpoint or a store left in rollback mode does, briefly.
-   */
-  busyTimeoutMs: 2000,
   /** The most of one message's text (or tool calls) read: tags sit near the ends of replies, not in megabytes. */
   messageChars: 256 * 1024,
   /**
@@ -29,17 +18,6 @@ const BOUNDS = {
   /** Parent links followed up or down from the chat's ids (a cycle in damaged data ends here too). */
   lineageDepth: 64,
 } as const;
-
-function errorCode(error: unknown): string {
-  return typeof (error as { code?: unknown }).code === 'string' ? (error as { code: string }).code : '';
-}
-
-function unreadable(error: unknown): Error {
-  const code = errorCode(error);
-  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return new StateDbUnreadable(true);
-  if (code.startsWith('SQLITE_')) return new StateDbUnreadable(false);
-  return error instanceof Error ? error : new Error(String(error));
-}
 
 /** Which of the columns this feature reads the store has: Hermes' schema grows by version (SURFACES.md §4). */
 interface Columns {
@@ -70,15 +48,8 @@ export class HermesStateDb {
 
   /** The profile's store, or null when it has none (a profile that has not chatted yet). */
   static open(home: string): HermesStateDb | null {
-    const file = path.join(home, 'state.db');
-    if (!existsSync(file)) return null;
-    let db: Database.Database;
-    try {
-      db = new Database(file, { readonly: true, fileMustExist: true, timeout: BOUNDS.busyTimeoutMs });
-    } catch (error) {
-      if (errorCode(error) === 'SQLITE_CANTOPEN' && !existsSync(file)) return null;
-      throw unreadable(error);
-    }
+    const db = openStateDbReadOnly(home);
+    if (!db) return null;
     try {
       return new HermesStateDb(db, HermesStateDb.detect(db));
     } catch (error) {
@@ -88,8 +59,7 @@ export class HermesStateDb {
   }
 
   private static detect(db: Database.Database): Columns | null {
-    const names = (table: string) =>
-      new Set((db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((row) => row.name));
+    const names = (table: 'sessions' | 'messages') => tableColumns(db, table);
     const messages = names('messages');
     // Not Hermes' store (or an empty file): nothing to list rather than an error.
     if (!['id', 'session_id', 'role', 'content', 'timestamp'].every((column) => messages.has(column))) return null;

@@ -1,11 +1,14 @@
 import type { ProfileScope } from '../../notifier/notifier.js';
 import { healthShared } from '../health/health-tool.js';
 import { locationShared } from '../location/index.js';
+import { calendarShared, phoneStatusShared } from '../phone/index.js';
 
 /** What a phone shares with a profile, each with the Conduit tool that reads it. */
 const SHARED_DATA: readonly { what: string; tool: string; shared: (home: string) => boolean }[] = [
   { what: 'health data', tool: 'conduit_health', shared: healthShared },
   { what: 'location', tool: 'conduit_location', shared: locationShared },
+  { what: 'calendars and reminders', tool: 'conduit_calendar', shared: calendarShared },
+  { what: 'phone status and Focus', tool: 'conduit_phone', shared: phoneStatusShared },
 ];
 
 /** What is shared is looked up at most once a minute per profile (the seed, "Conduit first"). */

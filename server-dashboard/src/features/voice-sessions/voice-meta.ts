@@ -1,4 +1,5 @@
 import { VOICE_LIMITS } from '@conduit/contracts/dashboard/voice-sessions';
+import { voiceSummaryKey } from '../../kernel/hermes-chats.js';
 import type { HermesStateDb } from './hermes-state-store.js';
 import type { VoiceEngine } from './voice-requests.js';
 
@@ -21,7 +22,8 @@ export const VOICE_META_KEYS = {
   tags: 'conduit.voice.tags',
   created: 'conduit.voice.created',
   calls: (sessionId: string) => `conduit.voice.calls:${sessionId}`,
-  summary: (sessionId: string) => `conduit.voice.summary:${sessionId}`,
+  /** Also read by the Watch's read_chat (kernel/hermes-chats.ts owns the key). */
+  summary: voiceSummaryKey,
   chatCalls: (chatId: string) => `conduit.voice.chat_calls:${chatId}`,
 } as const;
 

@@ -10,9 +10,11 @@ import { PhoneDataStore } from '../phone-data/store.js';
 import { openVoiceCall, sealVoiceAnswer, type OpenedVoiceCall } from '../phone-data/voice-reads.js';
 import { healthVoiceTool } from './health-voice-tool.js';
 import { locationVoiceTool } from './location-voice-tool.js';
+import { calendarVoiceTool, phoneVoiceTool } from './phone-voice-tools.js';
 import { voiceModeName, type VoiceToolProvider } from './voice-tool-provider.js';
 
 export { healthVoiceTool } from './health-voice-tool.js';
+export { calendarVoiceTool, phoneVoiceTool } from './phone-voice-tools.js';
 export {
   voiceModeName,
   voiceParameters,
@@ -23,7 +25,12 @@ export {
 } from './voice-tool-provider.js';
 
 /** The voice tools this host offers, in the order they are listed (the phone's tools join next). */
-export const VOICE_TOOLS: readonly VoiceToolProvider[] = [healthVoiceTool, locationVoiceTool];
+export const VOICE_TOOLS: readonly VoiceToolProvider[] = [
+  healthVoiceTool,
+  locationVoiceTool,
+  calendarVoiceTool,
+  phoneVoiceTool,
+];
 
 /** Why a call did not open, as the route answers it. */
 const REFUSALS: Record<'invalid' | 'unknown_key' | 'does_not_open', [status: number, detail: string]> = {

@@ -11,6 +11,7 @@ import { CorruptCredentialsError, readCredentials } from '../../credentials/cred
 import { encodeBase64Url } from '../../crypto/base64url.js';
 import { answerWithDetail, DetailError, NO_STORE, readJsonBody } from '../../kernel/detail-errors.js';
 import type { HostFeature } from '../../kernel/feature.js';
+import { geminiLiveTokensFor } from '../../kernel/gemini-live/index.js';
 import { isCredentialSafeRelayUrl } from '../../kernel/loopback.js';
 import { lookupsFor } from '../../kernel/lookups/index.js';
 import { profileForRoute } from '../../kernel/profile-files.js';
@@ -19,9 +20,11 @@ import type { ProfileScope } from '../../notifier/notifier.js';
 import { createRelayFetch } from '../../pairing/relay-http.js';
 import { readGrantRequest, readRevokeRequest, type GrantRequest } from './grant-request.js';
 import { refusal } from './watch-answer.js';
+import { isChatTool, WatchChats } from './watch-chats.js';
 import { WatchGrantBook, type WatchGrant } from './watch-grants.js';
 import { isJobTool, NO_WATCH_JOBS, type CallJobSettings, type WatchJobs } from './watch-jobs.js';
 import { WATCH_LIMITS } from './watch-limits.js';
+import { WatchLiveTokens } from './watch-live-token.js';
 import { isLookupTool, runLookupTool } from './watch-lookup-tools.js';
 import { WatchRelay } from './watch-relay.js';
 import { deriveWatchKeys } from './watch-seal.js';
@@ -65,18 +68,26 @@ async function pairingOf(profile: ProfileScope): Promise<PairedCredentials & { r
 /**
  * Watch tools (`watch-tools`): a Conduit Watch call with the iPhone out of reach asks this profile for a
  * grant; the host opens it on the push relay, long-polls the relay for the Watch's sealed calls, runs
- * them here and seals the answers back (ROUTES.md and CRYPTO.md, Watch tools). This slice answers the
- * lookups (`web_search`, `recall_memory`) through the Live Voice routes' own code (kernel/lookups);
- * jobs plug in through `WatchJobs`, and live tokens, Watch chats and audio come later.
+ * them here and seals the answers back (ROUTES.md and CRYPTO.md, Watch tools). The lookups
+ * (`web_search`, `recall_memory`) run the Live Voice routes' own code (kernel/lookups), `live_token`
+ * the phone's Gemini Live minting (kernel/gemini-live), and `find_chat`/`read_chat` read the profile's
+ * Hermes chats (kernel/hermes-chats); jobs plug in through `WatchJobs`, and audio comes later.
  */
 export function createWatchToolsFeature(deps: WatchToolsDeps = {}): HostFeature {
   const jobs = deps.jobs ?? NO_WATCH_JOBS;
   const random = deps.random ?? defaultRandom;
   return {
     name: 'watch-tools',
-    capabilities: [{ name: 'watch-tools', method: 'POST', path: postWatchToolsGrant.path }],
+    // live_token, find_chat and read_chat ride the grant (the seed: capabilities watch-live-token, watch-chats).
+    capabilities: [
+      { name: 'watch-tools', method: 'POST', path: postWatchToolsGrant.path },
+      { name: 'watch-live-token', method: 'POST', path: postWatchToolsGrant.path },
+      { name: 'watch-chats', method: 'POST', path: postWatchToolsGrant.path },
+    ],
     register(scope, kernel) {
       const lookups = lookupsFor(kernel);
+      const liveTokens = new WatchLiveTokens(geminiLiveTokensFor(kernel));
+      const chats = new WatchChats();
       const relay = new WatchRelay({
         fetch: deps.relayFetch ?? createRelayFetch({ timeoutMs: WATCH_LIMITS.pollTimeoutMs }),
         userAgent: deps.userAgent ?? 'Conduit-Host',
@@ -88,12 +99,18 @@ export function createWatchToolsFeature(deps: WatchToolsDeps = {}): HostFeature 
         log: kernel.log,
         activity: kernel.activity,
         random,
-        runTool: (grant, tool, args) => {
+        runTool: (grant, tool, args, delivery) => {
           if (isLookupTool(tool)) return runLookupTool(lookups, grant.profile, grant.limiterKey, tool, args);
           if (isJobTool(tool)) return jobs.run(grant, tool, args);
+          if (tool === 'live_token') return liveTokens.run(grant, delivery);
+          if (isChatTool(tool)) return Promise.resolve(chats.run(grant, tool, args));
           return Promise.resolve(refusal(501, `This host can't run ${tool} for the Watch yet`));
         },
-        released: (grant) => jobs.released(grant),
+        released: (grant) => {
+          jobs.released(grant);
+          liveTokens.released(grant);
+          chats.released(grant);
+        },
       });
       const grantsAsked = perMinute(WATCH_LIMITS.grantsPerMinute, kernel.clock);
       // Grants end with the service: the relay is told, so the Watch falls back to the iPhone at once.
@@ -112,7 +129,11 @@ export function createWatchToolsFeature(deps: WatchToolsDeps = {}): HostFeature 
         const request = readGrantRequest(readJsonBody(raw));
         const key = limiterKey(query.profile);
         if (!grantsAsked.tryTake(key)) throw new DetailError(429, 'Too many Watch tool grants; try again shortly');
-        const granted = grantableTools(request, jobs.available(profile));
+        const granted = grantableTools(request, {
+          jobs: jobs.available(profile),
+          liveToken: request.tools.includes('live_token') && (await liveTokens.available(profile)),
+          chats: request.tools.some(isChatTool) && chats.available(profile),
+        });
         const pairing = await pairingOf(profile);
         const previous = request.carryJobsFrom ? book.openOf(profile, request.carryJobsFrom) : undefined;
         const settings = callSettings(request, previous, granted.withJobs);
@@ -180,19 +201,35 @@ export function createWatchToolsFeature(deps: WatchToolsDeps = {}): HostFeature 
   };
 }
 
+/** What this host can serve a profile's grant beyond the lookups, found before the grant is opened. */
+interface ProfileServes {
+  /** Hermes' chats served in this process (WatchJobs.available). */
+  jobs: boolean;
+  /** The profile has a Gemini key. */
+  liveToken: boolean;
+  /** The profile's Hermes session store can be searched. */
+  chats: boolean;
+}
+
 /**
  * The tools a grant carries: the lookups as asked; the job tools (with their companions `job_news` and
- * `answer_approval`) only where jobs run here, otherwise left out so the Watch sends jobs through the
- * iPhone; nothing this host cannot serve yet. 501 when nothing asked for is left.
+ * `answer_approval`), `live_token` and the chat tools only where this profile can be served them,
+ * otherwise left out so the Watch asks the iPhone for them. When nothing asked for is left: 503 for
+ * `live_token` alone without a Gemini key (the seed), else 501.
  */
-function grantableTools(request: GrantRequest, jobsAvailable: boolean): { tools: string[]; withJobs: boolean } {
+function grantableTools(request: GrantRequest, serves: ProfileServes): { tools: string[]; withJobs: boolean } {
   if (request.audio) throw new DetailError(501, "This host can't carry Watch audio yet");
   const tools: string[] = request.tools.filter(isLookupTool);
   const jobTools = request.tools.filter(isJobTool);
-  const withJobs = jobsAvailable && jobTools.length > 0;
+  const chatTools = request.tools.filter(isChatTool);
+  const withJobs = serves.jobs && jobTools.length > 0;
   if (withJobs) tools.push(...jobTools, 'job_news', 'answer_approval');
+  if (serves.liveToken) tools.push('live_token');
+  if (serves.chats) tools.push(...chatTools);
   if (tools.length > 0) return { tools: [...new Set(tools)], withJobs };
   if (jobTools.length > 0) throw new DetailError(501, "Watch jobs aren't available on this host");
+  if (chatTools.length > 0) throw new DetailError(501, "Watch chats aren't available on this host");
+  if (request.tools.includes('live_token')) throw new DetailError(503, 'GEMINI_API_KEY is not set on this Hermes host');
   throw new DetailError(501, "This host can't serve the Watch tools asked for yet");
 }
 

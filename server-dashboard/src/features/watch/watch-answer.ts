@@ -22,3 +22,12 @@ export function answerOfFailure(tool: string, error: unknown): WatchAnswer {
   const type = error instanceof Error ? error.name || 'Error' : 'Error';
   return refusal(500, `Watch ${tool} failed on the host (${type})`);
 }
+
+/**
+ * What becomes of a call's answer once it has been run: whether the relay took it for the waiting
+ * Watch. A tool that must count only answers the Watch received (live tokens) listens here; the book
+ * settles every call exactly once, false when the answer was never posted or the relay refused it.
+ */
+export interface AnswerDelivery {
+  onSettled(listener: (delivered: boolean) => void): void;
+}

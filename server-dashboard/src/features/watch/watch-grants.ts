@@ -4,7 +4,7 @@ import type { HostActivity } from '../../kernel/activity.js';
 import type { Timers } from '../../kernel/timers.js';
 import type { Logger } from '../../log.js';
 import type { ProfileScope } from '../../notifier/notifier.js';
-import { answerOfFailure, refusal, type WatchAnswer, type WatchArgs } from './watch-answer.js';
+import { answerOfFailure, refusal, type AnswerDelivery, type WatchAnswer, type WatchArgs } from './watch-answer.js';
 import type { CallJobSettings, JobGrant } from './watch-jobs.js';
 import { WATCH_LIMITS } from './watch-limits.js';
 import type { WatchRelay, WatchRelayTarget } from './watch-relay.js';
@@ -53,8 +53,8 @@ export interface WatchGrantBookOptions {
   log: Logger;
   activity: HostActivity;
   random: (size: number) => Uint8Array;
-  /** Runs one opened call of a grant (the tool is one the grant allows). */
-  runTool(grant: WatchGrant, tool: string, args: WatchArgs): Promise<WatchAnswer>;
+  /** Runs one opened call of a grant (the tool is one the grant allows); `delivery` tells what became of its answer. */
+  runTool(grant: WatchGrant, tool: string, args: WatchArgs, delivery: AnswerDelivery): Promise<WatchAnswer>;
   /** Told after a grant closed here, for whatever rides on it (jobs). */
   released(grant: WatchGrant): void;
 }
@@ -203,23 +203,28 @@ export class WatchGrantBook {
       return;
     }
     const done = this.options.activity.begin('watch tool call');
+    const settled = new CallDelivery();
+    let delivered = false;
     try {
-      const answer = await this.answerOf(grant, call);
+      const answer = await this.answerOf(grant, call, settled);
       if (!this.open.has(grant.id)) return;
-      const delivered = await this.options.relay.postResult(
-        grant.target,
-        grant.id,
-        call.rid,
-        this.seal(grant, call.rid, answer),
-      );
+      const sealed = this.seal(grant, call.rid, answer);
+      delivered = await this.options.relay.postResult(grant.target, grant.id, call.rid, sealed.message);
       if (!delivered) this.options.log.warn('watch answer not delivered', { profile: grant.profile.name });
+      // An answer swapped for the too-large refusal reached the Watch, but not as the tool made it.
+      delivered &&= sealed.whole;
     } finally {
+      settled.settle(delivered);
       done();
     }
   }
 
   /** The call opened and run, or why not — every refusal answered sealed, so the Watch hears it at once. */
-  private async answerOf(grant: WatchGrant, call: SealedWatchMessage & { rid: string }): Promise<WatchAnswer> {
+  private async answerOf(
+    grant: WatchGrant,
+    call: SealedWatchMessage & { rid: string },
+    delivery: AnswerDelivery,
+  ): Promise<WatchAnswer> {
     const opened = openWatchMessage(grant.keys.call, 'call', grant.id, call.rid, call, WATCH_LIMITS.maxCallBytes);
     if (!opened.ok) {
       this.options.log.warn('watch call refused', { profile: grant.profile.name, why: opened.why });
@@ -233,15 +238,18 @@ export class WatchGrantBook {
     if (typeof tool !== 'string' || tool === '') return refusal(400, 'The Watch call names no tool');
     if (!grant.tools.has(tool)) return refusal(403, `This grant doesn't allow ${tool.slice(0, 40)}`);
     try {
-      return await this.options.runTool(grant, tool, callArgs(opened.payload.args));
+      return await this.options.runTool(grant, tool, callArgs(opened.payload.args), delivery);
     } catch (error) {
       // A tool that throws instead of answering still gets the Watch an answer, by the error's type only.
       return answerOfFailure(tool.slice(0, 40), error);
     }
   }
 
-  /** Seals an answer with the result key; one too large for the relay becomes a sealed refusal instead. */
-  private seal(grant: WatchGrant, rid: string, answer: WatchAnswer): SealedWatchMessage {
+  /**
+   * Seals an answer with the result key; one too large for the relay becomes a sealed refusal instead
+   * (`whole` false).
+   */
+  private seal(grant: WatchGrant, rid: string, answer: WatchAnswer): { message: SealedWatchMessage; whole: boolean } {
     const sealed = sealWatchMessage(
       grant.keys.result,
       'result',
@@ -250,9 +258,9 @@ export class WatchGrantBook {
       watchPlaintext(answer),
       this.options.random(12),
     );
-    if (sealed.ct.length <= WATCH_LIMITS.maxResultCtChars) return sealed;
+    if (sealed.ct.length <= WATCH_LIMITS.maxResultCtChars) return { message: sealed, whole: true };
     const tooLarge = refusal(502, 'The answer is too large for the Watch');
-    return sealWatchMessage(
+    const message = sealWatchMessage(
       grant.keys.result,
       'result',
       grant.id,
@@ -260,5 +268,23 @@ export class WatchGrantBook {
       watchPlaintext(tooLarge),
       this.options.random(12),
     );
+    return { message, whole: false };
+  }
+}
+
+/** One call's delivery: listeners hear once, when the book knows whether the relay took the answer. */
+class CallDelivery implements AnswerDelivery {
+  private readonly listeners: ((delivered: boolean) => void)[] = [];
+  private outcome: boolean | undefined;
+
+  onSettled(listener: (delivered: boolean) => void): void {
+    if (this.outcome === undefined) this.listeners.push(listener);
+    else listener(this.outcome);
+  }
+
+  settle(delivered: boolean): void {
+    if (this.outcome !== undefined) return;
+    this.outcome = delivered;
+    for (const listener of this.listeners.splice(0)) listener(delivered);
   }
 }

@@ -35,4 +35,30 @@ export const WATCH_LIMITS = {
   maxResultCtChars: 24_000,
   /** rids remembered per grant to drop repeats: more than a grant's calls can ever be. */
   ridsRemembered: 256,
+  /**
+   * Gemini Live tokens one grant mints (the seed): enough for a call whose Gemini session broke a few
+   * times, never a supply. Only a mint whose answer reached the relay counts, so a failure or a lost
+   * answer leaves the Watch its retry; a renewal counts its own. The phone route's 20 a minute per
+   * profile applies as well, shared with it.
+   */
+  liveTokensPerGrant: 6,
+  /** A spoken query is a phrase or a sentence; longer is not a search the voice model meant. */
+  chatQueryChars: 200,
+  /** Chats one find_chat answers: a voice model reads them out, so a handful, newest first. */
+  chatsPerSearch: 8,
+  /** Words a query that matched nothing whole is retried by, one search each. */
+  chatSearchWords: 8,
+  /** The shortest word tried alone: "a", "to" and "of" match nearly every chat and say nothing. */
+  chatSearchWordMinChars: 3,
+  /** Characters of an untitled chat's first words shown in place of its title. */
+  chatOpeningChars: 80,
+  /** Rows read of a chat: its newest 500, as the seed reads Hermes' messages route. */
+  chatRowsRead: 500,
+  /** One message's characters read from the store: a pasted file is not read whole into a Watch call. */
+  chatMessageChars: 4000,
+  /**
+   * A read chat's text, in UTF-8 bytes of its JSON string: well inside a sealed answer's 24,000
+   * characters (about 18 KB of plaintext), with room for the title and the envelope.
+   */
+  chatAnswerBytes: 12_000,
 } as const;

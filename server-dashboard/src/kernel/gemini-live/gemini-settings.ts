@@ -1,4 +1,4 @@
-import type { ProfileFiles } from '../../kernel/profile-files.js';
+import type { ProfileFiles } from '../profile-files.js';
 
 /** The model a token is locked to when CONDUIT_GEMINI_LIVE_MODEL is not set (ROUTES.md). */
 export const DEFAULT_GEMINI_LIVE_MODEL = 'gemini-3.8-live';

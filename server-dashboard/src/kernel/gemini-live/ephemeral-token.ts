@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import { DetailError } from '../../kernel/detail-errors.js';
-import type { Timers } from '../../kernel/timers.js';
+import { DetailError } from '../detail-errors.js';
+import type { Timers } from '../timers.js';
 import {
   parseJsonText,
   upstreamExchange,
   UpstreamTimeout,
   UpstreamTooLarge,
   UpstreamUnreachable,
-} from '../../kernel/upstream-http.js';
+} from '../upstream-http.js';
 import type { GeminiApiVersion } from './gemini-settings.js';
 
 export const GOOGLE_ORIGIN = 'https://generativelanguage.googleapis.com';
