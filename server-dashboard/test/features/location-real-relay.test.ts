@@ -11,10 +11,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, watch } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { locationRequestInner } from '@conduit/contracts/dashboard/location';
-import { freePort, startServerProcess } from '@conduit/contracts/testing';
+import { RealRelay } from '../support/real-relay.js';
 import { systemClock } from '../../src/clock.js';
 import { readCredentials } from '../../src/credentials/credential-store.js';
 import { encodeBase64Url } from '../../src/crypto/base64url.js';
@@ -33,7 +33,6 @@ import { provisionE2eKey } from '../../src/pairing/e2e-provisioning.js';
 import { createRelayApi } from '../../src/pairing/relay-api.js';
 import { nodeKeys, nodeOpen, type NodeEnvelope } from '../crypto/independent-e2e.js';
 
-const REPO = resolve(new URL('.', import.meta.url).pathname, '../../..');
 const TOPIC = 'dev.conduit.test';
 let relayProcess: ChildProcess;
 let relayUrl: string;
@@ -48,29 +47,10 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'conduit-location-relay-'));
   home = join(dataDir, 'hermes');
   await mkdir(home);
-  const port = await freePort();
-  relayUrl = `http://127.0.0.1:${port}`;
-  const server = await startServerProcess({
-    name: 'relay',
-    command: join(REPO, 'node_modules/.bin/tsx'),
-    args: [join(REPO, 'server-relay/src/main.ts')],
-    cwd: REPO,
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATA_PATH: join(dataDir, 'relay.sqlite'),
-      PUBLIC_URL: 'https://relay.invalid',
-      APNS_TOPIC: TOPIC,
-      APNS_MODE: 'accept',
-      APNS_CAPTURE_PATH: capturePath(),
-    },
-    port,
-    ready: async (url) => (await fetch(`${url}/healthz`)).ok,
-    timeoutMs: 60_000,
-  });
-  relayProcess = server.child;
-  output = server.output;
+  const relay = await RealRelay.start(dataDir);
+  relayUrl = relay.url;
+  relayProcess = relay.child;
+  output = () => relay.output;
 });
 
 afterAll(async () => {

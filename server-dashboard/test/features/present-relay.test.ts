@@ -10,9 +10,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startServerProcess } from '@conduit/contracts/testing';
+import { RealRelay } from '../support/real-relay.js';
 import type { Host } from '../../src/app.js';
 import { systemClock } from '../../src/clock.js';
 import { readCredentials } from '../../src/credentials/credential-store.js';
@@ -29,7 +29,6 @@ import { callHook } from '../support/hook-call.js';
 import { startHost } from '../support/host.js';
 import { connectMcp } from '../support/mcp-client.js';
 
-const REPO = resolve(new URL('.', import.meta.url).pathname, '../../..');
 const TOPIC = 'dev.conduit.test';
 let relayProcess: ChildProcess;
 let relayUrl: string;
@@ -44,29 +43,10 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'conduit-present-relay-'));
   root = join(dataDir, 'hermes');
   await mkdir(join(root, 'profiles', 'work'), { recursive: true });
-  const port = await freePort();
-  relayUrl = `http://127.0.0.1:${port}`;
-  const server = await startServerProcess({
-    name: 'relay',
-    command: join(REPO, 'node_modules/.bin/tsx'),
-    args: [join(REPO, 'server-relay/src/main.ts')],
-    cwd: REPO,
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATA_PATH: join(dataDir, 'relay.sqlite'),
-      PUBLIC_URL: 'https://relay.invalid',
-      APNS_TOPIC: TOPIC,
-      APNS_MODE: 'accept',
-      APNS_CAPTURE_PATH: capturePath(),
-    },
-    port,
-    ready: async (url) => (await fetch(`${url}/healthz`)).ok,
-    timeoutMs: 60_000,
-  });
-  relayProcess = server.child;
-  output = server.output;
+  const relay = await RealRelay.start(dataDir);
+  relayUrl = relay.url;
+  relayProcess = relay.child;
+  output = () => relay.output;
   const nudge = relayPresentNudge({
     gateway: httpRelayGateway({ userAgent: 'Conduit-Host/test', timeoutMs: 10_000 }),
     clock: systemClock,

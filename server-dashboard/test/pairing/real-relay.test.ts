@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { E2eEnvelope } from '@conduit/contracts/crypto/e2e';
 import { createRelayClient } from '@conduit/sdk/relay';
@@ -18,9 +18,8 @@ import { deriveE2eKeys } from '../../src/crypto/e2e-keys.js';
 import { runPush, type PushCliDeps } from '../../src/pairing/cli.js';
 import { provisionE2eKey } from '../../src/pairing/e2e-provisioning.js';
 import { createRelayApi } from '../../src/pairing/relay-api.js';
-import { freePort, startServerProcess } from '@conduit/contracts/testing';
+import { RealRelay } from '../support/real-relay.js';
 
-const REPO = resolve(new URL('.', import.meta.url).pathname, '../../..');
 const TOPIC = 'dev.conduit.test';
 let relayProcess: ChildProcess;
 let relayUrl: string;
@@ -35,29 +34,10 @@ beforeAll(async () => {
   // Real Hermes homes exist; --home refuses a missing one.
   await mkdir(home);
   await mkdir(join(dataDir, 'other'));
-  const port = await freePort();
-  relayUrl = `http://127.0.0.1:${port}`;
-  const server = await startServerProcess({
-    name: 'relay',
-    command: join(REPO, 'node_modules/.bin/tsx'),
-    args: [join(REPO, 'server-relay/src/main.ts')],
-    cwd: REPO,
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATA_PATH: join(dataDir, 'relay.sqlite'),
-      PUBLIC_URL: 'https://relay.invalid',
-      APNS_TOPIC: TOPIC,
-      APNS_MODE: 'accept',
-      APNS_CAPTURE_PATH: capturePath(),
-    },
-    port,
-    ready: async (url) => (await fetch(`${url}/healthz`)).ok,
-    timeoutMs: 60_000,
-  });
-  relayProcess = server.child;
-  output = server.output;
+  const relay = await RealRelay.start(dataDir);
+  relayUrl = relay.url;
+  relayProcess = relay.child;
+  output = () => relay.output;
 });
 
 afterAll(async () => {

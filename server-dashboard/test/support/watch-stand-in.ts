@@ -1,17 +1,10 @@
 /**
  * The Watch's side of Watch tools for tests, apart from the host's code: its own node:crypto sealing
- * (CRYPTO.md §3) and its own requests to the relay's Watch side (API.md routes 17 and 20); and the real
- * relay process (server-relay) a profile pairs with as `conduit push pair` does.
+ * (CRYPTO.md §3) and its own requests to the relay's Watch side (API.md routes 17 and 20). The real relay
+ * process it talks to is test/support/real-relay.ts.
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { resolve } from 'node:path';
-import { freePort, startServerProcess } from '@conduit/contracts/testing';
-import { runPush, type PushCliDeps } from '../../src/pairing/cli.js';
-import { createRelayApi } from '../../src/pairing/relay-api.js';
-
-const REPO = resolve(new URL('.', import.meta.url).pathname, '../../..');
-const TOPIC = 'dev.conduit.test';
+export { RealRelay } from './real-relay.js';
 
 export interface Grant {
   grant_id: string;
@@ -92,81 +85,3 @@ export class WatchStandIn {
 }
 
 /** A real relay process on a free loopback port, its data under `root`. */
-export class RealRelay {
-  private constructor(
-    readonly url: string,
-    private readonly server: Awaited<ReturnType<typeof startServerProcess>>,
-  ) {}
-
-  static async start(root: string): Promise<RealRelay> {
-    const port = await freePort();
-    const server = await startServerProcess({
-      name: 'relay',
-      command: path.join(REPO, 'node_modules/.bin/tsx'),
-      args: [path.join(REPO, 'server-relay/src/main.ts')],
-      cwd: REPO,
-      env: {
-        ...process.env,
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        DATA_PATH: path.join(root, 'relay.sqlite'),
-        PUBLIC_URL: 'https://relay.invalid',
-        APNS_TOPIC: TOPIC,
-        APNS_MODE: 'accept',
-        APNS_CAPTURE_PATH: path.join(root, 'capture.jsonl'),
-      },
-      port,
-      ready: async (url) => (await fetch(`${url}/healthz`)).ok,
-      timeoutMs: 60_000,
-    });
-    return new RealRelay(`http://127.0.0.1:${port}`, server);
-  }
-
-  get output(): string {
-    return this.server.output();
-  }
-
-  async stop(): Promise<void> {
-    const child = this.server.child;
-    if (child.exitCode !== null) return;
-    const exited = new Promise((done) => child.once('exit', done));
-    child.kill('SIGTERM');
-    await exited;
-  }
-
-  /**
-   * Pairs the profile home `dir` with this relay as `conduit push pair` does, with a code a phone
-   * minted (a phone each: the relay lets one installation mint only a few codes a minute).
-   */
-  async pair(dir: string): Promise<void> {
-    const registered = await this.post('/v1/installations', {
-      bundle_id: TOPIC,
-      device_token: randomBytes(32).toString('hex'),
-      environment: 'production',
-    });
-    const id = (registered.installation as { id: string }).id;
-    const pairing = await this.post(`/v1/installations/${id}/pairings`, {}, String(registered.credential));
-    const deps: PushCliDeps = {
-      env: {},
-      out: () => undefined,
-      err: () => undefined,
-      relay: createRelayApi({ userAgent: 'Conduit-Host/test' }),
-      hostname: () => 'box',
-      clock: Date.now,
-      randomBytes: (n) => new Uint8Array(randomBytes(n)),
-      identity: { version: '0.1.0', capabilities: ['version-reporting', 'e2e-v1'] },
-    };
-    const code = await runPush(['pair', String(pairing.pairing_code), '--relay-url', this.url, '--home', dir], deps);
-    if (code !== 0) throw new Error(`pairing ${dir} failed (${code})`);
-  }
-
-  private async post(route: string, body: unknown, bearer?: string): Promise<Record<string, unknown>> {
-    const response = await fetch(`${this.url}${route}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
-      body: JSON.stringify(body),
-    });
-    if (!response.ok) throw new Error(`${route}: ${response.status} ${this.output}`);
-    return (await response.json()) as Record<string, unknown>;
-  }
-}
