@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
@@ -53,11 +53,29 @@ function updateEnvironment(): Record<string, string> {
   return env;
 }
 
-/** The checkout this package runs from: the nearest folder above it holding `.git`, or null. */
+/** The suite's root package name: only a checkout of this project is ever pulled and built. */
+export const SUITE_PACKAGE = 'conduit-suite';
+
+function packageName(dir: string): string | null {
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
+    return typeof parsed === 'object' && parsed !== null && 'name' in parsed && typeof parsed.name === 'string'
+      ? parsed.name
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The checkout this package runs from: the nearest folder above it holding `.git`, and only when that
+ * folder is this suite's root (its package.json names `conduit-suite`) — a service installed inside some
+ * other repository (a dotfiles home, say) must never pull and build that one. Null otherwise.
+ */
 export function installRoot(from: string = fileURLToPath(new URL('../..', import.meta.url))): string | null {
   let dir = path.resolve(from);
   for (;;) {
-    if (existsSync(path.join(dir, '.git'))) return dir;
+    if (existsSync(path.join(dir, '.git'))) return packageName(dir) === SUITE_PACKAGE ? dir : null;
     const parent = path.dirname(dir);
     if (parent === dir) return null;
     dir = parent;

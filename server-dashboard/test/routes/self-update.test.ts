@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/app.js';
 import { installRoot, SelfUpdater } from '../../src/routes/self-update.js';
@@ -119,7 +120,12 @@ describe('POST /api/dashboard/agent-plugins/conduit_push/update', () => {
     mkdirSync(outside, { recursive: true });
     // tempHermesHome lives in the OS temp folder, never inside a checkout.
     expect(installRoot(outside)).toBeNull();
-    expect(installRoot(install)).toBe(install);
+    // A checkout of another project (here the test's own, named conduit-install) is never this service's.
+    expect(installRoot(install)).toBeNull();
+    expect(installRoot(path.join(install, 'sub', 'dir'))).toBeNull();
+    // This service's own checkout is found from inside it.
+    const ours = fileURLToPath(new URL('../..', import.meta.url));
+    expect(installRoot(ours)).toBe(path.resolve(ours, '..'));
     const bare = await startHost(testConfig(home.root), { updater: new SelfUpdater({ root: null }) });
     try {
       const response = await fetch(bare.url + ROUTE, {
