@@ -1,18 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { LOCATION_LABEL, locationBatch } from '@conduit/contracts/dashboard/location';
-import {
-  batchAad,
-  deviceKeys,
-  directionKey,
-  keyId,
-  newHostKeyPair,
-  openWith,
-  sealWith,
-  sharedSecret,
-  voiceAad,
-  type PhoneDataDirection,
-} from '../../src/features/phone-data/sealing.js';
+import { batchAad, voiceAad } from '../../src/features/phone-data/sealing.js';
+import { expectVectorReproduced, type PhoneDataVector } from '../support/phone-data-vector-check.js';
 import { LOCATION_VECTOR_FILE, locationVectorsText } from '../fixtures/vectors/derive-location-vectors.js';
 
 /**
@@ -21,22 +11,7 @@ import { LOCATION_VECTOR_FILE, locationVectorsText } from '../fixtures/vectors/d
  * voice directions, each opening only with its own key.
  */
 
-interface Vector {
-  label: string;
-  host_secret: string;
-  host_public: string;
-  device_secret: string;
-  device_public: string;
-  shared: string;
-  kid: string;
-  device_id: string;
-  keys: Record<PhoneDataDirection, string>;
-  cases: { direction: PhoneDataDirection; aad: string; nonce: string; plaintext: string; sealed: string }[];
-}
-
-const bytes = (hex: string) => new Uint8Array(Buffer.from(hex, 'hex'));
-const hex = (value: Uint8Array) => Buffer.from(value).toString('hex');
-const vectors = JSON.parse(readFileSync(LOCATION_VECTOR_FILE, 'utf8')) as { features: Vector[] };
+const vectors = JSON.parse(readFileSync(LOCATION_VECTOR_FILE, 'utf8')) as { features: PhoneDataVector[] };
 
 describe('location vectors (node:crypto) reproduced by the @noble implementation', () => {
   it('regenerating the vectors gives the same file', () => {
@@ -46,38 +21,13 @@ describe('location vectors (node:crypto) reproduced by the @noble implementation
   it('every key, kid and seal matches, and every seal opens only in its own direction', () => {
     const [vector] = vectors.features;
     if (!vector) throw new Error('no vector');
-    expect(vector.label).toBe(LOCATION_LABEL);
-    const hostPair = newHostKeyPair(bytes(vector.host_secret));
-    const devicePair = newHostKeyPair(bytes(vector.device_secret));
-    expect(hex(hostPair.public)).toBe(vector.host_public);
-    expect(hex(devicePair.public)).toBe(vector.device_public);
-    expect(hex(sharedSecret(hostPair.secret, devicePair.public) ?? new Uint8Array())).toBe(vector.shared);
-    expect(keyId(LOCATION_LABEL, devicePair.public, hostPair.public)).toBe(vector.kid);
-    const keys = deviceKeys(LOCATION_LABEL, hostPair.secret, hostPair.public, devicePair.public);
-    for (const [direction, key] of Object.entries(vector.keys) as [PhoneDataDirection, string][]) {
-      expect(
-        hex(directionKey(LOCATION_LABEL, direction, bytes(vector.shared), devicePair.public, hostPair.public)),
-      ).toBe(key);
-      expect(hex(keys?.keys[direction] ?? new Uint8Array())).toBe(key);
-    }
-    expect(vector.cases.map((c) => c.direction)).toEqual([
+    expectVectorReproduced(vector, LOCATION_LABEL, [
       'ingest device-to-host',
       'voice device-to-host',
       'voice host-to-device',
       'maps host-to-device',
       'maps device-to-host',
     ]);
-    for (const c of vector.cases) {
-      const key = bytes(vector.keys[c.direction]);
-      expect(hex(sealWith(key, bytes(c.nonce), c.aad, new TextEncoder().encode(c.plaintext)))).toBe(c.sealed);
-      expect(Buffer.from(openWith(key, bytes(c.nonce), c.aad, bytes(c.sealed)) ?? []).toString('utf8')).toBe(
-        c.plaintext,
-      );
-      for (const other of Object.keys(vector.keys) as PhoneDataDirection[]) {
-        if (other !== c.direction)
-          expect(openWith(bytes(vector.keys[other]), bytes(c.nonce), c.aad, bytes(c.sealed))).toBeNull();
-      }
-    }
     const [ingest, voiceIn, voiceOut] = vector.cases;
     expect(ingest?.aad).toBe(batchAad(LOCATION_LABEL, vector.device_id, vector.kid, 'batch-0001'));
     expect(voiceIn?.aad).toBe(voiceAad(LOCATION_LABEL, 'conduit_location', vector.kid, vector.device_id, 'call-9b1e'));

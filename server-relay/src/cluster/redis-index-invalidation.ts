@@ -31,6 +31,8 @@ export class RedisIndexInvalidation implements IndexInvalidation {
   private readonly channel: string;
   private listener: InvalidationListener | undefined;
   private subscriptions = 0;
+  /** Waiters of `subscribed()`, told at the first subscription. */
+  private readonly onSubscribed = new Set<() => void>();
   /** Set once the relay serves: from then on every new subscription may have missed messages. */
   private serving = false;
   /** Installations whose publication failed, sent again when the connection is back. */
@@ -60,17 +62,19 @@ export class RedisIndexInvalidation implements IndexInvalidation {
     this.serving = true;
   }
 
-  /** Resolves once this replica has subscribed at least once (or `timeoutMs` passed). */
+  /** Resolves once this replica has subscribed at least once (true), or when `timeoutMs` passed (false). */
   subscribed(timeoutMs: number): Promise<boolean> {
     if (this.subscriptions > 0) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const started = Date.now();
-      const poll = setInterval(() => {
-        if (this.subscriptions > 0 || Date.now() - started >= timeoutMs) {
-          clearInterval(poll);
-          resolve(this.subscriptions > 0);
-        }
-      }, 10);
+      const timer = setTimeout(() => {
+        this.onSubscribed.delete(done);
+        resolve(false);
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.onSubscribed.add(done);
     });
   }
 
@@ -125,6 +129,8 @@ export class RedisIndexInvalidation implements IndexInvalidation {
     this.subscriber.subscribe(this.channel).then(
       () => {
         this.subscriptions += 1;
+        for (const waiter of this.onSubscribed) waiter();
+        this.onSubscribed.clear();
         if (this.serving) this.listener?.resync();
       },
       (error: unknown) =>
