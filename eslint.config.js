@@ -23,4 +23,23 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  {
+    // ARCHITECTURE.md, "The host service grows by features": a feature imports the kernel, never another
+    // feature (what two features share moves to src/kernel/, with an interface there where they must talk).
+    files: ['server-dashboard/src/features/*/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./(?!\\.\\./)[^/]+/',
+              message:
+                'A feature imports the kernel, never another feature: move what they share to server-dashboard/src/kernel/.',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

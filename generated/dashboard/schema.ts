@@ -159,6 +159,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/conduit-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Share settings with Hermes, report outcomes and fetch requested changes */
+        put: operations["putConduitSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/plugins/conduit_push/cron/notifications": {
         parameters: {
             query?: never;
@@ -715,6 +732,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/plugins/conduit_push/phone/exchange": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hand the phone its pending changes and take their outcomes, or answer a voice read (sealed)
+         * @description Sealed both ways with the device’s phone key. `op: "changes"` reports outcomes and fetches the changes still pending for this device; `op: "voice"` runs one read of the phone’s voice tools for this device.
+         */
+        post: operations["postPhoneExchange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/plugins/conduit_push/phone/ingest": {
         parameters: {
             query?: never;
@@ -1026,6 +1063,40 @@ export interface paths {
         put?: never;
         /** Label a chat as a classic voice chat or a voice job */
         post: operations["postVoiceTag"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/watch-audio/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Prepare the GPT-Live runtime for Watch calls */
+        post: operations["postWatchAudioPrepare"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plugins/conduit_push/watch-audio/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Watch audio runtimes on this host */
+        get: operations["getWatchAudioStatus"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2448,6 +2519,178 @@ export interface operations {
                         ok: true;
                         restart_needed: boolean;
                         version: string | null;
+                    };
+                };
+            };
+        };
+    };
+    putConduitSettings: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    app_version: string;
+                    device: string;
+                    installation_id: string;
+                    /** @enum {string} */
+                    mode: "ask" | "small_without_asking" | "off";
+                    /** @default [] */
+                    outcomes?: {
+                        id: string;
+                        note?: string;
+                        /** @enum {string} */
+                        outcome: "applied" | "dismissed" | "conflict" | "refused" | "undone";
+                        value?: string | number | boolean;
+                    }[];
+                    settings: {
+                        choices: {
+                            title?: string;
+                            value: string | number | boolean;
+                        }[];
+                        key: string;
+                        meaning: string;
+                        /** @enum {string} */
+                        tier: "small" | "other";
+                        title: string;
+                        value: string | number | boolean;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The requests waiting for this device. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ignored_keys: string[];
+                        /** @constant */
+                        ok: true;
+                        requests: {
+                            expires_at: number;
+                            id: string;
+                            key: string;
+                            reason: string;
+                            requested_at: number;
+                            seen_value: string | number | boolean;
+                            session_id: string;
+                            value: string | number | boolean;
+                        }[];
+                    };
+                };
+            };
+            /** @description The body is not JSON (`Request body is not JSON`), or a field is refused (its message). */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description This profile already has 8 devices sharing settings (a device is forgotten 30 days after its last upload). */
+            409: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Request body is too large (declared or sent). */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 60 uploads a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved, or its conduit-settings.json cannot be read (left unchanged). Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
                     };
                 };
             };
@@ -6099,6 +6342,191 @@ export interface operations {
             };
         };
     };
+    postPhoneExchange: {
+        parameters: {
+            query?: {
+                profile?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    ct: string;
+                    device_id: string;
+                    exchange_id: string;
+                    kid: string;
+                    nonce: string;
+                    /** @constant */
+                    op: "changes";
+                    /** @constant */
+                    v: 1;
+                } | {
+                    call_id: string;
+                    ct: string;
+                    device_id: string;
+                    kid: string;
+                    nonce: string;
+                    /** @constant */
+                    op: "voice";
+                    /** @constant */
+                    v: 1;
+                };
+            };
+        };
+        responses: {
+            /** @description The answer, sealed for the asking device. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ct: string;
+                        device_id: string;
+                        exchange_id: string;
+                        kid: string;
+                        nonce: string;
+                        /** @constant */
+                        op: "changes";
+                        /** @constant */
+                        v: 1;
+                    } | {
+                        call_id: string;
+                        ct: string;
+                        device_id: string;
+                        kid: string;
+                        nonce: string;
+                        /** @constant */
+                        op: "voice";
+                        /** @constant */
+                        v: 1;
+                    };
+                };
+            };
+            /** @description The body or the opened request is refused (its message), or the seal does not open. */
+            400: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description op voice: the tool is not one of the phone’s voice tools. */
+            404: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The device id or kid has no phone key here (never agreed, wiped or replaced). */
+            412: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The opened request is over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description A text/plain or form body: never read, whatever the caller sends with it. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        /** @constant */
+                        error: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description More than 60 exchanges a minute for this profile. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The profile cannot be resolved. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
     postPhoneIngest: {
         parameters: {
             query?: {
@@ -8814,6 +9242,173 @@ export interface operations {
             };
         };
     };
+    postWatchAudioPrepare: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The GPT-Live runtime after preparing. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        engines: {
+                            gpt_live: {
+                                reason: string | null;
+                                /** @enum {string} */
+                                runtime: "ready" | "preparing" | "failed" | "missing";
+                                source: ("plugin" | "hermes") | null;
+                            };
+                        };
+                        /** @constant */
+                        ok: true;
+                        /** @constant */
+                        version: 1;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description More than 5 prepares in 300 s on this host. */
+            429: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The dashboard could not confirm the caller. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getWatchAudioStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Each engine’s runtime. */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        engines: {
+                            gpt_live: {
+                                reason: string | null;
+                                /** @enum {string} */
+                                runtime: "ready" | "preparing" | "failed" | "missing";
+                                source: ("plugin" | "hermes") | null;
+                            };
+                            grok: {
+                                reason: string | null;
+                                /** @enum {string} */
+                                runtime: "ready" | "preparing" | "failed" | "missing";
+                                source: ("plugin" | "hermes") | null;
+                            };
+                        };
+                        /** @constant */
+                        ok: true;
+                        /** @constant */
+                        version: 1;
+                    };
+                };
+            };
+            /** @description The caller is not accepted by the Hermes dashboard (or lacks the standalone bearer token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "unauthorized";
+                    };
+                };
+            };
+            /** @description An unexpected failure, named by its type only. */
+            500: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    };
+                };
+            };
+            /** @description The dashboard could not confirm the caller. Or the dashboard could not confirm the caller (`dashboard_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                    } | {
+                        /** @enum {string} */
+                        error: "dashboard_unavailable";
+                    };
+                };
+            };
+        };
+    };
     postWatchToolsGrant: {
         parameters: {
             query?: {
@@ -8851,6 +9446,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        audio?: {
+                            engines: ("gpt_live" | "grok")[];
+                            url: string;
+                            /** @constant */
+                            version: 1;
+                        };
                         expires_at: string;
                         grant_id: string;
                         job_profiles?: string[];

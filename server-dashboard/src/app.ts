@@ -43,7 +43,7 @@ import { notificationSettingsRoutes } from './routes/notification-settings.js';
 import { ProfileSettings } from './settings/profile-settings.js';
 import { HOST_FEATURES } from './features/index.js';
 import { HostActivity } from './kernel/activity.js';
-import { conduitFirstLine } from './features/phone-data/conduit-first.js';
+import { conduitFirstLine, sharedDataOf } from './kernel/phone-data/conduit-first.js';
 import { selfRestartRoute, type SelfRestarter } from './routes/self-restart.js';
 import { installRoot, SelfUpdater, selfUpdateRoute } from './routes/self-update.js';
 import { postPluginUpdate } from '@conduit/contracts/dashboard/capabilities';
@@ -314,7 +314,7 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
       alertSettled: (profile, sessionId, kind) => calls.alertSettled(profile, sessionId, kind),
     },
     progress,
-    conduitFirst: conduitFirstLine(() => clock.now()),
+    conduitFirst: conduitFirstLine(() => clock.now(), sharedDataOf(deps.features)),
     toolContext: {
       tools: toolsNeedingContext(deps.features),
       mint: (profile, sessionId, turnId, isChild, cronJob) =>
@@ -343,8 +343,14 @@ export async function buildHost(config: HostConfig, overrides: Partial<HostDeps>
     activity,
     // Place rules keep their cron jobs through the same Hermes jobs client as call watches.
     hermesJobs: deps.hermes ? { api: deps.hermes, apiProfile: apiProfileOf(config.hermesApi?.url) } : null,
+    // Watch jobs run their chats through the same client.
+    hermesRuns: deps.hermes
+      ? { api: deps.hermes, apiProfile: apiProfileOf(config.hermesApi?.url), url: config.hermesApi?.url ?? null }
+      : null,
     relayGateway: deps.gateway,
     loadedVersion: config.loadedVersion,
+    // The voice-tools feature serves what the registered features declare, in their order.
+    voiceTools: deps.features.flatMap((feature) => feature.voiceTools ?? []),
   };
   // Every other plugin route accepts only callers the dashboard accepts (or the standalone token).
   // The check is a hook of this encapsulated scope, so it runs on the route the router matched —

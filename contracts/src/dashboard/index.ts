@@ -28,10 +28,12 @@ import {
 import { postSessionTakeover, getDesktopViews } from './sessions.js';
 import { getArtifacts } from './artifacts.js';
 import { postHealthKey, postHealthIngest, getHealthStatus, postHealthWipe } from './health.js';
-import { postPhoneKey, postPhoneIngest, getPhoneStatus, postPhoneWipe } from './phone.js';
+import { postPhoneKey, postPhoneIngest, getPhoneStatus, postPhoneWipe, postPhoneExchange } from './phone.js';
 import { getVoiceTools, postVoiceToolCall } from './voice-tools.js';
 import { postPresentExchange } from './present.js';
+import { putConduitSettings } from './conduit-settings.js';
 import { postWatchToolsGrant, postWatchToolsRevoke } from './watch-tools.js';
+import { getWatchAudioStatus, postWatchAudioPrepare } from './watch-audio.js';
 import {
   deleteLocationRule,
   getLocationRules,
@@ -75,7 +77,7 @@ export { getLocalLiveStatus, rotateLocalLiveKey, postLocalLiveChatCompletions, p
 export { postVoiceSession, getVoiceChatCalls, getVoiceTags, postVoiceTag, getVoiceSummary, postVoiceSummary };
 export { postSessionTakeover, getDesktopViews };
 export { postHealthKey, postHealthIngest, getHealthStatus, postHealthWipe };
-export { postPhoneKey, postPhoneIngest, getPhoneStatus, postPhoneWipe };
+export { postPhoneKey, postPhoneIngest, getPhoneStatus, postPhoneWipe, postPhoneExchange };
 export { getVoiceTools, postVoiceToolCall };
 export { getLocationReads, getLocationStatus, postLocationIngest, postLocationKey, postLocationWipe };
 export {
@@ -85,6 +87,7 @@ export {
   postWatchToolsGrant,
   postWatchToolsRevoke,
 };
+export { putConduitSettings };
 export { getArtifacts, postRoomFile, getRoomImages, getRoomImage, putRoomImage, deleteRoomImage };
 export { getCalls, putCalls, postCallWatch, putCallWatch, deleteCallWatch, putCallPresence, postCallOutcome };
 
@@ -161,10 +164,14 @@ export const dashboardSurface = {
     postPhoneIngest,
     getPhoneStatus,
     postPhoneWipe,
+    postPhoneExchange,
     getVoiceTools,
     postVoiceToolCall,
     postPresentExchange,
+    putConduitSettings,
     postWatchToolsGrant,
     postWatchToolsRevoke,
+    getWatchAudioStatus,
+    postWatchAudioPrepare,
   },
 } satisfies Surface;

@@ -3,6 +3,7 @@ import { defineRoute } from '../route.js';
 import { detailAnswer, detailBodyRefusals, detailUnavailable, noStoreNoCache } from './detail-error.js';
 import { unauthorized } from './notification-settings.js';
 import { profileQuery } from './profile.js';
+import { watchAudioGrant } from './watch-audio.js';
 
 /**
  * What a Watch grant may run (ROUTES.md, Watch tools; `find_chat` and `read_chat` from the seed's
@@ -71,6 +72,8 @@ export const watchToolsGrantResponse = z.object({
   job_profiles: z.array(z.string()).optional(),
   /** The previous grant whose jobs moved to this one. */
   jobs_carried_from: z.string().optional(),
+  /** Present when the grant was opened with `audio: true`: where the Watch dials for its call's audio. */
+  audio: watchAudioGrant.optional(),
 });
 
 /**

@@ -45,6 +45,13 @@ export interface RunRequest {
   input: string | RunInputMessage[];
   session_id?: string;
   instructions?: string;
+  /**
+   * Per-request overrides (SURFACES.md §1): the model and provider the run uses, and its reasoning
+   * effort in `model_options` (a bare `model` names the "Hermes model" unless `direct_model_requests`).
+   */
+  model?: string;
+  provider?: string;
+  model_options?: { reasoning_effort?: string };
 }
 
 export interface RunStartOptions {

@@ -17,7 +17,9 @@ import { speechServerFeature } from './speech-server/index.js';
 import { voiceSessionsFeature } from './voice-sessions/index.js';
 import { voiceToolsFeature } from './voice-tools/index.js';
 import { createPrompt, lastExchangeAdvertises, presentFeature, relayPresentNudge } from './present/index.js';
+import { conduitSettingsFeature } from './conduit-settings/index.js';
 import { watchToolsFeature } from './watch/index.js';
+import { watchAudioFeature } from './watch-audio/index.js';
 import { webSearchFeature } from './web-search/index.js';
 
 /**
@@ -83,5 +85,7 @@ export const HOST_FEATURES: readonly HostFeature[] = [
   }),
   voiceToolsFeature(),
   presentFeature(),
+  conduitSettingsFeature(),
   watchToolsFeature,
+  watchAudioFeature,
 ];

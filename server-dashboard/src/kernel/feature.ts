@@ -5,6 +5,8 @@ import type { FeatureMcpTool } from '../mcp/feature-tool.js';
 import type { RelayGateway } from '../delivery/relay-gateway.js';
 import type { Logger } from '../log.js';
 import type { HostActivity } from './activity.js';
+import type { SharedData } from './phone-data/conduit-first.js';
+import type { VoiceToolProvider } from './phone-data/voice-tool-provider.js';
 import type { Timers } from './timers.js';
 
 /**
@@ -61,16 +63,38 @@ export interface FeatureKernel {
    * configured. Place rules keep their cron jobs through it, as call watches do.
    */
   hermesJobs?: HermesJobsPort | null;
+  /**
+   * Hermes' runs (its API server's `/v1/runs`, the same client app.ts builds once) and the profile that
+   * API server serves; absent or null when no API server is configured. Watch jobs start, follow,
+   * steer, stop and answer approvals of their chats through it.
+   */
+  hermesRuns?: HermesRunsPort | null;
   /** The relay's gateway routes as this service reaches them (events through a profile's pairing). */
   relayGateway: RelayGateway;
   /** The version of the code this process loaded (events name the plugin version). */
   loadedVersion: string;
+  /**
+   * The voice reads the registered features declare (`HostFeature.voiceTools`), in the order the
+   * features are registered: the voice-tools feature serves these.
+   */
+  voiceTools: readonly VoiceToolProvider[];
 }
 
 /** The jobs methods a feature may use, so a test or another Hermes surface can stand in. */
 export interface HermesJobsPort {
   api: Pick<HermesApi, 'listJobs' | 'createJob' | 'updateJob' | 'deleteJob' | 'runJob'>;
   apiProfile: string;
+}
+
+/** The runs methods a feature may use, and the one profile the API server behind them serves. */
+export interface HermesRunsPort {
+  api: Pick<HermesApi, 'startRun' | 'runEvents' | 'answerApproval' | 'stopRun' | 'steerRun'>;
+  apiProfile: string;
+  /**
+   * The API server's configured address (never its key), where another profile is reached under
+   * `/p/<profile>` with that profile's own key; null when unknown.
+   */
+  url: string | null;
 }
 
 /**
@@ -93,4 +117,14 @@ export interface HostFeature {
   registerTokenRoutes?(scope: FastifyInstance, kernel: FeatureKernel): Promise<void> | void;
   /** The `conduit_*` tools this feature serves to Hermes over the host's MCP endpoint. */
   tools?: readonly FeatureMcpTool[];
+  /**
+   * The phone data this feature reads for Hermes, each with its Conduit tool: the "Conduit first" line
+   * (kernel/phone-data/conduit-first.ts) names those a profile's phone shares, in registration order.
+   */
+  sharedData?: readonly SharedData[];
+  /**
+   * This feature's tools as voice reads (kernel/phone-data/voice-tool-provider.ts), in the order they
+   * are listed; the voice-tools feature serves those of every registered feature.
+   */
+  voiceTools?: readonly VoiceToolProvider[];
 }

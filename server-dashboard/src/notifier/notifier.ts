@@ -79,7 +79,7 @@ export interface NotifierPorts {
   };
   /**
    * The "Conduit first" line of a main conversation's turn: what the phone shares with the profile and
-   * which Conduit tool reads it (features/phone-data/conduit-first.ts); absent or null: no line.
+   * which Conduit tool reads it (kernel/phone-data/conduit-first.ts); absent or null: no line.
    */
   conduitFirst?: (profile: ProfileScope) => string | null;
   /** Lock Screen progress of the turns (features/live-activities); absent: none reported. */

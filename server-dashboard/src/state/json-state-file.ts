@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
+import { withFileLock } from '../credentials/file-lock.js';
 
 /** A state file that exists but cannot be read as its schema; reported, never overwritten. */
 export class CorruptStateError extends Error {
@@ -70,5 +71,46 @@ export class JsonStateFile<T> {
     });
     this.chain = next.catch(() => undefined);
     return next;
+  }
+}
+
+/**
+ * A profile's JSON file that other processes on this host may write too (the host and Hermes' own
+ * plugin): reads take no lock (the file is replaced whole by rename, so a reader sees one version or the
+ * other) and pass through `settle` (expiry worked out in memory); changes hold `.<name>.wlock`, the
+ * O_EXCL lock every writer on this host takes (credentials/file-lock.ts).
+ */
+export class LockedJsonStore<T> {
+  readonly file: string;
+  private readonly lock: string;
+  private readonly json: JsonStateFile<T>;
+
+  constructor(
+    readonly home: string,
+    name: string,
+    schema: z.ZodType<T>,
+    empty: () => T,
+    private readonly settle: (raw: T, nowS: number) => T,
+  ) {
+    this.file = path.join(home, name);
+    this.lock = path.join(home, `.${name}.wlock`);
+    this.json = new JsonStateFile(this.file, schema, empty);
+  }
+
+  async read(nowS: number): Promise<T> {
+    return this.settle(await this.json.read(), nowS);
+  }
+
+  /**
+   * Reads (settled), changes and writes under the lock; `change` returns the new file (the one it was
+   * given when nothing changed) and what to answer. A settle that changed the file is written too.
+   */
+  async update<R>(nowS: number, change: (current: T) => { file: T; result: R }): Promise<R> {
+    return withFileLock(this.lock, async () => {
+      const raw = await this.json.read();
+      const { file, result } = change(this.settle(raw, nowS));
+      if (file !== raw) await this.json.write(file);
+      return result;
+    });
   }
 }

@@ -6,7 +6,7 @@ import { HEALTH_LABEL } from '@conduit/contracts/dashboard/health';
 import type { Host } from '../../src/app.js';
 import { healthFeature } from '../../src/features/health/index.js';
 import { HEALTH_SHAPE, readHealth } from '../../src/features/health/health-reads.js';
-import { PhoneDataStore } from '../../src/features/phone-data/store.js';
+import { PhoneDataStore } from '../../src/kernel/phone-data/store.js';
 import { ManualClock, TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';
 import { startHost } from '../support/host.js';
 import { PhoneStandIn } from '../support/phone-stand-in.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { LOCATION_LABEL, locationBatch } from '@conduit/contracts/dashboard/location';
-import { batchAad, voiceAad } from '../../src/features/phone-data/sealing.js';
+import { batchAad, voiceAad } from '../../src/kernel/phone-data/sealing.js';
 import { expectVectorReproduced, type PhoneDataVector } from '../support/phone-data-vector-check.js';
 import { LOCATION_VECTOR_FILE, locationVectorsText } from '../fixtures/vectors/derive-location-vectors.js';
 

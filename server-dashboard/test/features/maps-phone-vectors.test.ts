@@ -8,7 +8,7 @@ import {
   openWith,
   sealWith,
   type PhoneDataDirection,
-} from '../../src/features/phone-data/sealing.js';
+} from '../../src/kernel/phone-data/sealing.js';
 import { LOCATION_VECTOR_FILE } from '../fixtures/vectors/derive-location-vectors.js';
 
 /**

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { phoneDataRoutes } from '@conduit/contracts/dashboard/phone-data';
 import type { Host } from '../../src/app.js';
 import { DetailError } from '../../src/kernel/detail-errors.js';
-import { sealedIngest } from '../../src/features/phone-data/index.js';
+import { sealedIngest } from '../../src/kernel/phone-data/index.js';
 import {
   batchAad,
   deviceKeys,
@@ -18,12 +18,12 @@ import {
   sharedSecret,
   voiceAad,
   type PhoneDataDirection,
-} from '../../src/features/phone-data/sealing.js';
+} from '../../src/kernel/phone-data/sealing.js';
 import { ManualClock, tempHermesHome, testConfig } from '../support/config.js';
 import { startHost } from '../support/host.js';
 import { chachaOpen, chachaSeal, PhoneStandIn, voiceAadOf } from '../support/phone-stand-in.js';
-import { PhoneDataStore } from '../../src/features/phone-data/store.js';
-import { openVoiceCall, sealVoiceAnswer } from '../../src/features/phone-data/voice-reads.js';
+import { PhoneDataStore } from '../../src/kernel/phone-data/store.js';
+import { openVoiceCall, sealVoiceAnswer } from '../../src/kernel/phone-data/voice-reads.js';
 import { PHONE_DATA_VECTOR_FILE, phoneDataVectorsText } from '../fixtures/vectors/derive-phone-data-vectors.js';
 
 /**

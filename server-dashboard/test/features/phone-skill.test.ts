@@ -31,7 +31,18 @@ describe('the using-calendar skill', () => {
     await setupHermes(options);
     const text = readFileSync(skill, 'utf8');
     expect(text).toMatch(/^---\nname: using-calendar\ndescription: .+\n---\n/);
-    for (const rule of ['conduit_calendar', 'conduit_phone', 'Overview first', 'as_of', 'free_busy', 'Subagents']) {
+    const rules = ['conduit_calendar', 'conduit_phone', 'Overview first', 'as_of', 'free_busy', 'Subagents'];
+    // Writes are pending changes, with how they went and the alarms and contacts tools (plugin 0.30).
+    rules.push(
+      'pending change',
+      '"pending"',
+      'dismissed',
+      'set_alarm',
+      'set_timer',
+      'cancel_alarm',
+      'conduit_contacts',
+    );
+    for (const rule of rules) {
       expect(text).toContain(rule);
     }
     expect(statSync(skill).mode & 0o777).toBe(0o600);

@@ -5,7 +5,7 @@ import { HEALTH_LABEL } from '@conduit/contracts/dashboard/health';
 import { PHONE_LABEL } from '@conduit/contracts/dashboard/phone';
 import type { Host } from '../../src/app.js';
 import { PHONE_SHAPE } from '../../src/features/phone/index.js';
-import { PhoneDataStore } from '../../src/features/phone-data/store.js';
+import { PhoneDataStore } from '../../src/kernel/phone-data/store.js';
 import { readOrCreateMcpToken } from '../../src/mcp/mcp-token.js';
 import { ManualClock, TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';
 import { callHook } from '../support/hook-call.js';
@@ -162,7 +162,8 @@ describe('conduit_calendar and conduit_phone over MCP', () => {
     const described = (await client.listTools()).tools.find((tool) => tool.name === 'conduit_calendar');
     await client.close();
     expect(described?.description).toContain('use this Conduit tool before other tools, skills or CLIs');
-    expect(described?.annotations?.readOnlyHint).toBe(true);
+    // Its writes queue pending changes the phone applies, so it is no longer read-only.
+    expect(described?.annotations?.readOnlyHint).toBe(false);
   });
 
   it('answers every read action as of the last sync', async () => {

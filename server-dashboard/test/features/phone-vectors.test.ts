@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { PHONE_LABEL, phoneBatch } from '@conduit/contracts/dashboard/phone';
-import { batchAad, voiceAad } from '../../src/features/phone-data/sealing.js';
+import { batchAad, voiceAad } from '../../src/kernel/phone-data/sealing.js';
 import { expectVectorReproduced, type PhoneDataVector } from '../support/phone-data-vector-check.js';
 import {
   PHONE_VECTOR_DIRECTIONS,

@@ -434,6 +434,7 @@ describe('conduit_present: a relay that refuses phone.changes', () => {
 });
 
 describe('conduit_present: limits at their boundaries', () => {
+  const limitsHome = path.join(home.root, 'profiles', 'limits');
   const refused = async (extra: Record<string, unknown>) => {
     const answer = await tool(confirmArgs(extra), { profile: 'limits' });
     expect(answer.isError).toBe(true);
@@ -461,6 +462,10 @@ describe('conduit_present: limits at their boundaries', () => {
     expect(await refused({ spoken_yes: ['one', 'two', 'three', 'four', 'five', 'six'] })).toBe(
       'spoken_yes takes at most 5 phrases',
     );
+    await accepted({ spoken_yes: ['y'.repeat(40)] });
+    expect(await refused({ spoken_yes: ['y'.repeat(41)] })).toBe(
+      'each spoken_yes phrase must be at most 40 characters',
+    );
     const day = await accepted({ ttl_minutes: 1440 });
     expect(Date.parse(day?.expires_at ?? '') - Date.parse(day?.created_at ?? '')).toBe(1440 * 60_000);
     const standard = await accepted({});
@@ -468,10 +473,39 @@ describe('conduit_present: limits at their boundaries', () => {
     expect(await refused({ ttl_minutes: 1441 })).toBe('ttl_minutes must be at most 1440');
     expect(await refused({ ttl_minutes: 0 })).toBe('ttl_minutes must be at least 1');
     expect(await refused({ wait_seconds: 121 })).toBe('wait_seconds must be at most 120');
+    expect(await refused({ wait_seconds: -1 })).toBe('wait_seconds must be 0 or more');
   });
 
-  it('waits at most 120 seconds', async () => {
-    const before = timers.waiting;
+  it('bounds what the phone sends: an edit of 2,000 characters is kept, one of 2,001 is a 400', async () => {
+    const id = (await tool(confirmArgs(), { profile: 'limits' })).body.prompt?.id ?? '';
+    const long = await exchange([{ id: 'not-a-prompt', outcome: 'edit', edit_text: 'e'.repeat(2001), via: 'tap' }], {
+      profile: 'limits',
+    });
+    expect(long.status).toBe(400);
+    expect(long.body.detail).toMatch(/^Invalid exchange: results\.0\.edit_text /);
+    expect((await readPrompt(limitsHome, id, clock.now() / 1000))?.state).toBe('waiting');
+    const edited = await exchange([{ id, outcome: 'edit', edit_text: 'e'.repeat(2000), via: 'tap' }], {
+      profile: 'limits',
+    });
+    expect(edited.status).toBe(200);
+    expect((await tool({ action: 'status', id }, { profile: 'limits' })).body.prompt).toMatchObject({
+      state: 'edit',
+      edit_text: 'e'.repeat(2000),
+    });
+  });
+
+  it('waits at most 120 seconds: still waiting at 119.999 s, answered "waiting" at 120 s', async () => {
+    // At 119.999 s the wait is still on: an answer then is the one Hermes gets.
+    let before = timers.waiting;
+    const answeredLate = tool(confirmArgs({ wait_seconds: 120 }), { profile: 'limits' });
+    await timers.untilWaiting(before + 1);
+    pass(119_999);
+    const late = ((await exchange([], { profile: 'limits' })).body.prompts ?? []).at(-1);
+    await exchange([{ id: late?.id ?? '', outcome: 'confirmed', via: 'tap' }], { profile: 'limits' });
+    expect((await answeredLate).body.prompt).toMatchObject({ id: late?.id, state: 'confirmed', go_ahead: true });
+
+    // At 120 s it ends unanswered, and an answer after that is for status to tell.
+    before = timers.waiting;
     const call = tool(confirmArgs({ wait_seconds: 120 }), { profile: 'limits' });
     await timers.untilWaiting(before + 1);
     pass(119_999);
@@ -479,6 +513,22 @@ describe('conduit_present: limits at their boundaries', () => {
     const answer = await call;
     expect(answer.body.prompt?.state).toBe('waiting');
     await tool({ action: 'cancel', id: answer.body.prompt?.id }, { profile: 'limits' });
+  });
+
+  it('a prompt waits 30 minutes by default: the phone gets it until then, and it is expired at 30', async () => {
+    const created = await tool(confirmArgs({ title: 'Default wait' }), { profile: 'limits', session: 'chat-ttl' });
+    const id = created.body.prompt?.id ?? '';
+    pass(30 * 60_000 - 1000);
+    expect((await exchange([], { profile: 'limits' })).body.prompts?.map((p) => p.id)).toContain(id);
+    pass(1000);
+    expect((await exchange([], { profile: 'limits' })).body.prompts?.map((p) => p.id)).not.toContain(id);
+    expect((await tool({ action: 'status', id }, { profile: 'limits' })).body.prompt).toMatchObject({
+      state: 'expired',
+      go_ahead: false,
+    });
+    // An answer after the expiry is ignored.
+    await exchange([{ id, outcome: 'confirmed', via: 'voice' }], { profile: 'limits' });
+    expect((await readPrompt(limitsHome, id, clock.now() / 1000))?.state).toBe('expired');
   });
 
   it('takes 20 prompts an hour and holds 20 waiting at once', async () => {

@@ -3,15 +3,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEALTH_LABEL } from '@conduit/contracts/dashboard/health';
 import type { Host } from '../../src/app.js';
-import { healthFeature } from '../../src/features/health/index.js';
+import { healthFeature, healthVoiceTool } from '../../src/features/health/index.js';
 import { HEALTH_SHAPE } from '../../src/features/health/health-reads.js';
-import { PhoneDataStore } from '../../src/features/phone-data/store.js';
-import {
-  healthVoiceTool,
-  voiceToolsFeature,
-  type VoiceReadContext,
-  type VoiceToolProvider,
-} from '../../src/features/voice-tools/index.js';
+import { PhoneDataStore } from '../../src/kernel/phone-data/store.js';
+import type { VoiceReadContext, VoiceToolProvider } from '../../src/kernel/phone-data/voice-tool-provider.js';
+import { voiceToolsFeature } from '../../src/features/voice-tools/index.js';
 import { ManualClock, TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';
 import { startHost } from '../support/host.js';
 import { chachaOpen, chachaSeal, PhoneStandIn, voiceAadOf, type Answer } from '../support/phone-stand-in.js';

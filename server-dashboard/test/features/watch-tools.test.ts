@@ -410,9 +410,10 @@ describe('grant requests refused', () => {
       status: 501,
       body: { detail: "Watch jobs aren't available on this host" },
     });
+    // This app has no Watch audio feature: refused before any grant is opened on the relay.
     expect(await hostCall('/watch-tools/grant?profile=watch', { tools: ['web_search'], audio: true })).toMatchObject({
       status: 501,
-      body: { detail: "This host can't carry Watch audio yet" },
+      body: { detail: "This host can't carry Watch audio" },
     });
     expect(await hostCall('/watch-tools/grant?profile=nosuch', lookups)).toMatchObject({ status: 503 });
   });
@@ -461,7 +462,7 @@ describe('jobs plug in through WatchJobs; grants end with the service', () => {
         second.url,
       );
       expect(first.grant).toMatchObject({
-        tools: ['web_search', 'start_job', 'job_news', 'answer_approval'],
+        tools: ['web_search', 'start_job', 'interrupt_job', 'job_news', 'answer_approval'],
         max_calls: 120,
         max_jobs: 7,
         job_profiles: ['work'],

@@ -8,7 +8,7 @@ import {
   sealWith,
   sharedSecret,
   type PhoneDataDirection,
-} from '../../src/features/phone-data/sealing.js';
+} from '../../src/kernel/phone-data/sealing.js';
 
 /** One feature's vector as derive-*-vectors.ts writes it (node:crypto, independent of the host's code). */
 export interface PhoneDataVector {

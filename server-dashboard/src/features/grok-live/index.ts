@@ -1,17 +1,15 @@
-import { getGrokLiveStatus, GROK_LIVE_NAME_PATTERN, grokLiveSocket } from '@conduit/contracts/dashboard/grok-live';
+import { getGrokLiveStatus, grokLiveSocket } from '@conduit/contracts/dashboard/grok-live';
 import { relayedSocketQuery } from '@conduit/contracts/dashboard/relayed-socket';
 import { bindRoute } from '@conduit/contracts/server';
 import { withDeadline } from '../../kernel/deadline.js';
 import { answerWithDetail, DetailError } from '../../kernel/detail-errors.js';
 import type { HostFeature } from '../../kernel/feature.js';
-import { configSection, profileForRoute, readProfileFiles, type ProfileFiles } from '../../kernel/profile-files.js';
+import { profileForRoute, readProfileFiles } from '../../kernel/profile-files.js';
 import { perMinute } from '../../kernel/rate-window.js';
 import { relayedCallRoute } from '../../kernel/relayed-call.js';
 import { RELAY_CLOSE, type UpstreamFailures } from '../../kernel/socket-relay.js';
-import { xaiCredential, type XaiAuth } from './xai-credentials.js';
-
-/** xAI's realtime socket (the seed, Grok Live). */
-export const XAI_REALTIME_ORIGIN = 'wss://api.x.ai';
+import { grokSettings, XAI_REALTIME_ORIGIN } from '../../kernel/grok-live/grok-settings.js';
+import { xaiCredential, type XaiAuth } from '../../kernel/grok-live/xai-credentials.js';
 
 /** The bounds of this feature (ROUTES.md, Grok Live). */
 const BOUNDS = {
@@ -32,22 +30,6 @@ const BOUNDS = {
   /** xAI's frames (audio deltas, transcripts) stay far below this. */
   upstreamFrameLimitBytes: 16 * 1024 * 1024,
 } as const;
-
-const DEFAULT_MODEL = 'grok-voice-latest';
-const DEFAULT_VOICE = 'eve';
-
-/** `value` when it is a model or voice name of the allowed shape, else the default. */
-function nameOr(value: unknown, fallback: string): string {
-  return typeof value === 'string' && GROK_LIVE_NAME_PATTERN.test(value.trim()) ? value.trim() : fallback;
-}
-
-function grokSettings(files: ProfileFiles): { model: string; voice: string } {
-  const grok = configSection(configSection(files.config, 'voice'), 'grok_live');
-  return {
-    model: nameOr(files.env('CONDUIT_GROK_LIVE_MODEL') ?? grok.model, DEFAULT_MODEL),
-    voice: nameOr(grok.voice, DEFAULT_VOICE),
-  };
-}
 
 const NO_CREDENTIAL =
   'Grok Live needs a SuperGrok sign-in (hermes auth add xai-oauth) or XAI_API_KEY on the Hermes host';

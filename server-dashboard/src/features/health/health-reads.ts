@@ -1,6 +1,6 @@
 import { HEALTH_READ_MAX_DAYS, healthReadArgs } from '@conduit/contracts/dashboard/health';
 import type { z } from 'zod';
-import { PhoneDataStore, type StoreShape } from '../phone-data/store.js';
+import { PhoneDataStore, type StoreShape } from '../../kernel/phone-data/store.js';
 import { HEALTH_DEVICE_TABLES, HEALTH_SCHEMA } from './health-store.js';
 
 /**

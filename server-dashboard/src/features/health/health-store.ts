@@ -1,7 +1,7 @@
 import { HEALTH_LIMITS, healthBatch } from '@conduit/contracts/dashboard/health';
 import type { z } from 'zod';
 import { DetailError } from '../../kernel/detail-errors.js';
-import type { BatchOutcome, DeviceSummary, PhoneDataStore } from '../phone-data/index.js';
+import type { BatchOutcome, DeviceSummary, PhoneDataStore } from '../../kernel/phone-data/index.js';
 
 /**
  * Health's tables in the profile's conduit-health.sqlite3 and how a batch lands in them (the seed:

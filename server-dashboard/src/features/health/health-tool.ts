@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { HEALTH_READ_MAX_DAYS } from '@conduit/contracts/dashboard/health';
 import { NO_HOOK_CONTEXT, toolText, type FeatureMcpTool } from '../../mcp/feature-tool.js';
 import { TOOL_CONTEXT_ARG } from '../../mcp/tool-context.js';
-import { PhoneDataStore } from '../phone-data/store.js';
+import { PhoneDataStore } from '../../kernel/phone-data/store.js';
 import { HEALTH_SHAPE, readHealth } from './health-reads.js';
 
 /** The MCP tool that reads the Health data a phone shared with this profile (the seed, Health). */

@@ -1,7 +1,9 @@
 import { HEALTH_LABEL, HEALTH_LIMITS, healthRoutes } from '@conduit/contracts/dashboard/health';
 import type { HostFeature } from '../../kernel/feature.js';
-import { sealedIngest } from '../phone-data/index.js';
-import { healthTool } from './health-tool.js';
+import { sealedIngest } from '../../kernel/phone-data/index.js';
+import { healthShared, healthTool } from './health-tool.js';
+import { healthVoiceTool } from './health-voice-tool.js';
+export { healthVoiceTool } from './health-voice-tool.js';
 export { HEALTH_SHAPE, readHealth, type HealthReadContext, type HealthReadResult } from './health-reads.js';
 import {
   HEALTH_DEVICE_TABLES,
@@ -33,4 +35,6 @@ export const healthFeature: HostFeature = {
     summarize: summarizeHealth,
   }),
   tools: [healthTool],
+  sharedData: [{ what: 'health data', tool: 'conduit_health', shared: healthShared }],
+  voiceTools: [healthVoiceTool],
 };

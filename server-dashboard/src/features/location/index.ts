@@ -12,11 +12,11 @@ import { HERMES_JOB_ID } from '@conduit/contracts/hermes/jobs';
 import { httpRelayGateway } from '../../delivery/relay-gateway.js';
 import type { FeatureKernel, HostFeature } from '../../kernel/feature.js';
 import { profileForRoute } from '../../kernel/profile-files.js';
-import { sealedIngest, type LandedBatch } from '../phone-data/index.js';
-import { PhoneDataStore } from '../phone-data/store.js';
+import { sealedIngest, type LandedBatch } from '../../kernel/phone-data/index.js';
+import { PhoneDataStore } from '../../kernel/phone-data/store.js';
 import { FixSignals } from './locate.js';
 import { LOCATION_HOST_LIMITS } from './location-limits.js';
-import { locationReadLog } from './location-reads.js';
+import { locationReadLog, locationShared } from './location-reads.js';
 import { relayLocationPush, type LocationRelay } from './location-relay.js';
 import {
   LOCATION_DEVICE_TABLES,
@@ -29,6 +29,7 @@ import {
   type KeptPlaceEvent,
 } from './location-store.js';
 import { locationTool } from './location-tool.js';
+import { locationVoiceTool } from './location-voice-tool.js';
 import { PlaceRules } from './place-rules.js';
 import { profileTimeZone } from '../../kernel/local-time.js';
 import { DetailError } from '../../kernel/detail-errors.js';
@@ -69,6 +70,7 @@ export {
   VOICE_READERS,
   type LocationVoiceAnswer,
 } from './location-voice.js';
+export { locationVoiceTool } from './location-voice-tool.js';
 
 /** An arrival at or departure from a saved place, told once its batch is stored (place rules wake on it). */
 export interface PlaceEvent {
@@ -220,6 +222,8 @@ export function locationFeature(deps: LocationFeatureDeps = {}): LocationFeature
       scope.addHook('onClose', async () => void engines.delete(engine));
     },
     tools: [locationTool({ relayFor, signals, rulesFor })],
+    sharedData: [{ what: 'location', tool: 'conduit_location', shared: locationShared }],
+    voiceTools: [locationVoiceTool],
     onPlaceEvent(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

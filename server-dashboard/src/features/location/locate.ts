@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { Timers } from '../../kernel/timers.js';
 import type { ProfileScope } from '../../notifier/notifier.js';
-import { PhoneDataStore } from '../phone-data/store.js';
+import { PhoneDataStore } from '../../kernel/phone-data/store.js';
 import {
   freshFixSince,
   latestFix,

@@ -1,6 +1,6 @@
 import type { Clock } from '../../clock.js';
 import type { ProfileScope } from '../../notifier/notifier.js';
-import { PhoneDataStore } from '../phone-data/store.js';
+import { PhoneDataStore } from '../../kernel/phone-data/store.js';
 import { LOCATION_HOST_LIMITS } from './location-limits.js';
 import { latestFix, logLocationUse } from './location-reads.js';
 import { LOCATION_SHAPE, placesOf, stateOf, storedSharing } from './location-store.js';

@@ -3,8 +3,8 @@ import { LOCATION_LABEL, LOCATION_MAPS_FEATURE } from '@conduit/contracts/dashbo
 import type { Clock } from '../../clock.js';
 import { httpRelayGateway } from '../../delivery/relay-gateway.js';
 import type { ProfileScope } from '../../notifier/notifier.js';
-import { deviceKeys, mapsAad, openWith, sealWith } from '../phone-data/sealing.js';
-import { PhoneDataStore } from '../phone-data/store.js';
+import { deviceKeys, mapsAad, openWith, sealWith } from '../../kernel/phone-data/sealing.js';
+import { PhoneDataStore } from '../../kernel/phone-data/store.js';
 import { LOCATION_HOST_LIMITS } from './location-limits.js';
 import { latestFix } from './location-reads.js';
 import { relayLocationPush, type LocationPushOutcome, type LocationRelay } from './location-relay.js';

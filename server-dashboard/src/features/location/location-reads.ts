@@ -1,6 +1,6 @@
 import { LOCATION_LIMITS, locationReadArgs, type LocationPrecision } from '@conduit/contracts/dashboard/location';
 import type { z } from 'zod';
-import { PhoneDataStore } from '../phone-data/store.js';
+import { PhoneDataStore } from '../../kernel/phone-data/store.js';
 import { LOCATION_HOST_LIMITS } from './location-limits.js';
 import {
   enforceRetention,

@@ -6,8 +6,8 @@ import {
   type LocationSharing,
 } from '@conduit/contracts/dashboard/location';
 import { DetailError } from '../../kernel/detail-errors.js';
-import type { BatchOutcome, DeviceSummary } from '../phone-data/index.js';
-import type { PhoneDataStore, StoreShape } from '../phone-data/store.js';
+import type { BatchOutcome, DeviceSummary } from '../../kernel/phone-data/index.js';
+import type { PhoneDataStore, StoreShape } from '../../kernel/phone-data/store.js';
 import { LOCATION_HOST_LIMITS } from './location-limits.js';
 
 /**

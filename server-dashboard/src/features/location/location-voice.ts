@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { LOCATION_LABEL, LOCATION_READ_ACTIONS, locationReadArgs } from '@conduit/contracts/dashboard/location';
 import { z } from 'zod';
-import { PhoneDataStore } from '../phone-data/store.js';
-import { openVoiceCall, sealVoiceAnswer, type SealedVoiceCall } from '../phone-data/voice-reads.js';
+import { PhoneDataStore } from '../../kernel/phone-data/store.js';
+import { openVoiceCall, sealVoiceAnswer, type SealedVoiceCall } from '../../kernel/phone-data/voice-reads.js';
 import { readLocation, type LocationReadResult } from './location-reads.js';
 import { LOCATION_SHAPE } from './location-store.js';
 import { LOCATION_TOOL, locationToolInput } from './location-tool.js';

@@ -13,7 +13,7 @@ import type { HermesJobsPort } from '../../kernel/feature.js';
 import type { Logger } from '../../log.js';
 import type { ProfileScope } from '../../notifier/notifier.js';
 import type { JsonStateFile } from '../../state/json-state-file.js';
-import { PhoneDataStore } from '../phone-data/store.js';
+import { PhoneDataStore } from '../../kernel/phone-data/store.js';
 import { LOCATION_SHAPE, placesOf, stateOf, storedSharing } from './location-store.js';
 import {
   placeRuleJobName,

@@ -1,6 +1,13 @@
-import { calendarReadArgs, phoneReadArgs, type PhoneSharing } from '@conduit/contracts/dashboard/phone';
+import {
+  calendarReadArgs,
+  contactsReadArgs,
+  phoneAlarm,
+  phoneContact,
+  phoneReadArgs,
+  type PhoneSharing,
+} from '@conduit/contracts/dashboard/phone';
 import type { z } from 'zod';
-import { PhoneDataStore } from '../phone-data/store.js';
+import { PhoneDataStore } from '../../kernel/phone-data/store.js';
 import { applySharing, PHONE_SHAPE, storedSharing } from './phone-store.js';
 
 /**
@@ -27,10 +34,10 @@ export type PhoneReadResult = { ok: true; [key: string]: unknown } | { ok: false
 const ROWS_PER_READ = 500;
 const DAY_S = 86_400;
 
-const iso = (unixS: number) => new Date(unixS * 1000).toISOString().replace('.000Z', 'Z');
+export const iso = (unixS: number) => new Date(unixS * 1000).toISOString().replace('.000Z', 'Z');
 
 /** `YYYY-MM-DD HH:MM` in `timeZone` (the phone's), or null without one or for one Intl does not know. */
-function localTime(unixS: number, timeZone: string | undefined): string | null {
+export function localTime(unixS: number, timeZone: string | undefined): string | null {
   if (!timeZone) return null;
   try {
     return new Date(unixS * 1000).toLocaleString('sv-SE', { timeZone, hour12: false }).slice(0, 16);
@@ -40,13 +47,13 @@ function localTime(unixS: number, timeZone: string | undefined): string | null {
 }
 
 /** Seconds `timeZone` is ahead of UTC at `unixS` (0 for none or an unknown zone). */
-function offsetS(unixS: number, timeZone: string | undefined): number {
+export function offsetS(unixS: number, timeZone: string | undefined): number {
   const local = localTime(unixS, timeZone);
   return local === null ? 0 : Date.parse(`${local.replace(' ', 'T')}:00Z`) / 1000 - (unixS - (unixS % 60));
 }
 
 /** The Unix seconds a local day starts in `timeZone` (UTC without one). */
-function dayStart(date: string, timeZone: string | undefined): number {
+export function dayStart(date: string, timeZone: string | undefined): number {
   const utc = Date.parse(`${date}T00:00:00Z`) / 1000;
   return utc - offsetS(utc, timeZone);
 }
@@ -78,6 +85,10 @@ function sharingDevices(
 
 export const sharesCalendar = (sharing: PhoneSharing) => sharing.calendars.on || sharing.reminders.on;
 export const sharesStatus = (sharing: PhoneSharing) => sharing.status || sharing.focus;
+export const sharesAlarms = (sharing: PhoneSharing) => sharing.alarms.on;
+/** conduit_phone reads status and Focus, and alarms: offered when a phone shares either. */
+export const sharesPhone = (sharing: PhoneSharing) => sharesStatus(sharing) || sharesAlarms(sharing);
+export const sharesContacts = (sharing: PhoneSharing) => sharing.contacts;
 
 /** Whether any device (or `deviceId`) of the profile shares what `shares` asks; false on an unreadable store. */
 export function phoneShares(home: string, shares: (sharing: PhoneSharing) => boolean, deviceId?: string): boolean {
@@ -360,22 +371,37 @@ export function readCalendar(home: string, rawArgs: unknown, context: PhoneReadC
   }
 }
 
-/** Reads the phone status and Focus the profile's phones share (latest only). */
+/**
+ * conduit_phone's reads: `status` (the phone status and Focus, latest only) and `alarms` (the alarms
+ * and timers Hermes set that are still on, as the phone last reported them).
+ */
 export function readPhone(home: string, rawArgs: unknown, context: PhoneReadContext): PhoneReadResult {
   const parsed = phoneReadArgs.safeParse(rawArgs);
   if (!parsed.success) return refusal(parsed.error);
   const args = parsed.data;
+  const what = args.action === 'alarms' ? 'No alarms are shared' : 'No phone status has been shared';
   const store = PhoneDataStore.open(home, PHONE_SHAPE, false);
-  if (store === null) return { ok: false, error: 'No phone status has been shared with this profile' };
+  if (store === null) return { ok: false, error: `${what} with this profile` };
   try {
-    const devices = sharingDevices(store, context.nowS, sharesStatus, context.onlyDevice ?? args.device ?? null);
-    if (devices.length === 0) return { ok: false, error: 'No phone status has been shared with this profile' };
+    const shares = args.action === 'alarms' ? sharesAlarms : sharesStatus;
+    const devices = sharingDevices(store, context.nowS, shares, context.onlyDevice ?? args.device ?? null);
+    if (devices.length === 0) return { ok: false, error: `${what} with this profile` };
     store.logRead({
       at: context.nowS,
       deviceId: context.onlyDevice ?? args.device ?? null,
       action: args.action,
       via: context.via,
     });
+    if (args.action === 'alarms') {
+      const alarms = devices.flatMap((device) =>
+        (
+          store.db.prepare('SELECT alarm FROM phone_alarms WHERE device_id = ? ORDER BY id').all(device.deviceId) as {
+            alarm: string;
+          }[]
+        ).map((row) => alarmOut(device.deviceId, phoneAlarm.parse(JSON.parse(row.alarm)), device.sharing.time_zone)),
+      );
+      return { ok: true, action: args.action, as_of: asOf(devices), alarms };
+    }
     const phones = devices.map((device) => {
       const status = store.db.prepare('SELECT * FROM phone_status WHERE device_id = ?').get(device.deviceId) as
         Record<string, number | string | null> | undefined;
@@ -409,6 +435,65 @@ export function readPhone(home: string, rawArgs: unknown, context: PhoneReadCont
       };
     });
     return { ok: true, action: args.action, as_of: asOf(devices), phones };
+  } finally {
+    store.close();
+  }
+}
+
+/** An alarm or timer as the model reads it: ISO and local times, never the phone's internals. */
+function alarmOut(deviceId: string, alarm: ReturnType<typeof phoneAlarm.parse>, timeZone: string | undefined) {
+  return {
+    device_id: deviceId,
+    id: alarm.id,
+    kind: alarm.kind,
+    label: alarm.label ?? null,
+    ...(alarm.at !== undefined ? { at: iso(alarm.at), at_local: localTime(alarm.at, timeZone) } : {}),
+    ...(alarm.time !== undefined ? { time: alarm.time, days: alarm.days ?? [] } : {}),
+    ...(alarm.seconds !== undefined ? { seconds: alarm.seconds } : {}),
+    change_id: alarm.change_id ?? null,
+  };
+}
+
+/** conduit_contacts' `people`: the people the user picked, all or those matching `query`. */
+export function readContacts(home: string, rawArgs: unknown, context: PhoneReadContext): PhoneReadResult {
+  const parsed = contactsReadArgs.safeParse(rawArgs);
+  if (!parsed.success) return refusal(parsed.error);
+  const args = parsed.data;
+  const store = PhoneDataStore.open(home, PHONE_SHAPE, false);
+  if (store === null) return { ok: false, error: 'No contacts are shared with this profile' };
+  try {
+    const devices = sharingDevices(store, context.nowS, sharesContacts, context.onlyDevice ?? args.device ?? null);
+    if (devices.length === 0) return { ok: false, error: 'No contacts are shared with this profile' };
+    store.logRead({
+      at: context.nowS,
+      deviceId: context.onlyDevice ?? args.device ?? null,
+      action: args.action,
+      via: context.via,
+    });
+    const needle = args.query?.toLowerCase();
+    const people = devices.flatMap((device) =>
+      (
+        store.db
+          .prepare('SELECT contact FROM phone_contacts WHERE device_id = ? ORDER BY name COLLATE NOCASE, id')
+          .all(device.deviceId) as { contact: string }[]
+      ).flatMap((row) => {
+        const contact = phoneContact.parse(JSON.parse(row.contact));
+        const haystack = [
+          contact.name,
+          contact.nickname,
+          contact.relation,
+          contact.organization,
+          ...contact.phones.map((phone) => phone.number),
+          ...contact.emails.map((email) => email.address),
+        ]
+          .filter((value): value is string => value !== undefined)
+          .join('\n')
+          .toLowerCase();
+        if (needle !== undefined && !haystack.includes(needle)) return [];
+        return [{ device_id: device.deviceId, ...contact }];
+      }),
+    );
+    return { ok: true, action: args.action, as_of: asOf(devices), count: people.length, people };
   } finally {
     store.close();
   }

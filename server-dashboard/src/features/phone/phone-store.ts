@@ -1,7 +1,13 @@
-import { PHONE_LIMITS, phoneBatch, type PhoneBatch, type PhoneSharing } from '@conduit/contracts/dashboard/phone';
+import {
+  PHONE_LIMITS,
+  phoneBatch,
+  phoneSharing,
+  type PhoneBatch,
+  type PhoneSharing,
+} from '@conduit/contracts/dashboard/phone';
 import { DetailError } from '../../kernel/detail-errors.js';
-import type { BatchOutcome, DeviceSummary, PhoneDataStore } from '../phone-data/index.js';
-import type { StoreShape } from '../phone-data/store.js';
+import type { BatchOutcome, DeviceSummary, PhoneDataStore } from '../../kernel/phone-data/index.js';
+import type { StoreShape } from '../../kernel/phone-data/store.js';
 
 /**
  * The phone feature's tables in the profile's conduit-phone.sqlite3 and how a batch lands in them. The
@@ -40,6 +46,18 @@ CREATE TABLE IF NOT EXISTS phone_status (
   device_id TEXT PRIMARY KEY, at REAL NOT NULL, battery_level REAL, charging INTEGER, low_power INTEGER,
   carplay INTEGER, audio_route TEXT, network TEXT, motion TEXT
 );
+CREATE TABLE IF NOT EXISTS phone_alarms (
+  device_id TEXT NOT NULL, id TEXT NOT NULL, alarm TEXT NOT NULL, PRIMARY KEY (device_id, id)
+);
+CREATE TABLE IF NOT EXISTS phone_contacts (
+  device_id TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, contact TEXT NOT NULL, PRIMARY KEY (device_id, id)
+);
+CREATE TABLE IF NOT EXISTS phone_changes (
+  id TEXT PRIMARY KEY, device_id TEXT NOT NULL, kind TEXT NOT NULL, ask INTEGER NOT NULL, summary TEXT NOT NULL,
+  change TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL, state TEXT NOT NULL,
+  delivered_at REAL, settled_at REAL, item_id TEXT, note TEXT
+);
+CREATE INDEX IF NOT EXISTS phone_changes_by_device ON phone_changes (device_id, state, created_at);
 `;
 
 export const PHONE_DEVICE_TABLES = [
@@ -50,6 +68,10 @@ export const PHONE_DEVICE_TABLES = [
   'phone_reminders',
   'phone_focus',
   'phone_status',
+  'phone_alarms',
+  'phone_contacts',
+  // A device's pending changes go with its data: a wipe or a new key leaves nothing for another key.
+  'phone_changes',
 ] as const;
 
 export const PHONE_SHAPE: StoreShape = { feature: 'phone', schema: PHONE_SCHEMA, deviceTables: PHONE_DEVICE_TABLES };
@@ -71,13 +93,23 @@ export function sharedWindow(sharing: PhoneSharing, nowS: number): { fromS: numb
   };
 }
 
-/** The opened batch as a clean value: 400 for a refused field, 413 past 5,000 items. */
+/**
+ * The opened batch as a clean value: 400 for a refused field, 413 past 5,000 items, 50 alarms or 200
+ * contacts (counted before the schema runs, so an oversized list costs no validation).
+ */
 export function parsePhoneBatch(plain: unknown): PhoneBatch {
   const raw = (plain ?? {}) as Record<string, unknown>;
-  const counted = ['calendars', 'events', 'deleted_events', 'lists', 'reminders', 'deleted_reminders'];
-  const items = counted.reduce((sum, key) => sum + (Array.isArray(raw[key]) ? raw[key].length : 0), 0);
+  const counted = ['calendars', 'events', 'deleted_events', 'lists', 'reminders', 'deleted_reminders', 'alarms'];
+  const sizeOf = (key: string) => (Array.isArray(raw[key]) ? raw[key].length : 0);
+  const items = [...counted, 'contacts'].reduce((sum, key) => sum + sizeOf(key), 0);
   if (items > PHONE_LIMITS.itemsPerBatch) {
     throw new DetailError(413, `A batch carries at most ${PHONE_LIMITS.itemsPerBatch} items`);
+  }
+  if (sizeOf('alarms') > PHONE_LIMITS.alarmsPerDevice) {
+    throw new DetailError(413, `A device has at most ${PHONE_LIMITS.alarmsPerDevice} alarms and timers`);
+  }
+  if (sizeOf('contacts') > PHONE_LIMITS.contactsPerDevice) {
+    throw new DetailError(413, `A device shares at most ${PHONE_LIMITS.contactsPerDevice} contacts`);
   }
   const parsed = phoneBatch.safeParse(plain);
   if (!parsed.success) {
@@ -98,11 +130,16 @@ export function parsePhoneBatch(plain: unknown): PhoneBatch {
   return batch;
 }
 
-/** The sharing state a device last declared, or null before its first batch. */
+/**
+ * The sharing state a device last declared, or null before its first batch. Read through the schema,
+ * so a state kept before a field existed gets that field's default (off) rather than a missing value.
+ */
 export function storedSharing(store: PhoneDataStore, deviceId: string): PhoneSharing | null {
   const row = store.db.prepare('SELECT sharing FROM phone_sharing WHERE device_id = ?').get(deviceId) as
     { sharing: string } | undefined;
-  return row ? (JSON.parse(row.sharing) as PhoneSharing) : null;
+  if (!row) return null;
+  const parsed = phoneSharing.safeParse(JSON.parse(row.sharing));
+  return parsed.success ? parsed.data : null;
 }
 
 /**
@@ -167,6 +204,13 @@ export function applySharing(store: PhoneDataStore, deviceId: string, sharing: P
   }
   if (!sharing.focus) db.prepare('DELETE FROM phone_focus WHERE device_id = ?').run(id);
   if (!sharing.status) db.prepare('DELETE FROM phone_status WHERE device_id = ?').run(id);
+  if (!sharing.alarms.on) db.prepare('DELETE FROM phone_alarms WHERE device_id = ?').run(id);
+  if (!sharing.contacts) db.prepare('DELETE FROM phone_contacts WHERE device_id = ?').run(id);
+  // A timer or one-off alarm that has rung is no longer on; the phone's next list says so too.
+  db.prepare(
+    `DELETE FROM phone_alarms WHERE device_id = ? AND json_extract(alarm, '$.at') IS NOT NULL
+       AND json_extract(alarm, '$.time') IS NULL AND json_extract(alarm, '$.at') < ?`,
+  ).run(id, nowS);
 }
 
 const bit = (value: boolean | undefined) => (value === undefined ? null : value ? 1 : 0);
@@ -342,6 +386,23 @@ export function storePhoneBatch(
         ).changes > 0;
     count(kept);
   }
+  if (batch.alarms) {
+    // The whole list of what Hermes set that is still on: it replaces the stored one.
+    db.prepare('DELETE FROM phone_alarms WHERE device_id = ?').run(deviceId);
+    const put = db.prepare('INSERT OR REPLACE INTO phone_alarms (device_id, id, alarm) VALUES (?, ?, ?)');
+    for (const alarm of batch.alarms) {
+      if (sharing.alarms.on) put.run(deviceId, alarm.id, JSON.stringify(alarm));
+      count(sharing.alarms.on);
+    }
+  }
+  if (batch.contacts) {
+    db.prepare('DELETE FROM phone_contacts WHERE device_id = ?').run(deviceId);
+    const put = db.prepare('INSERT OR REPLACE INTO phone_contacts (device_id, id, name, contact) VALUES (?, ?, ?, ?)');
+    for (const contact of batch.contacts) {
+      if (sharing.contacts) put.run(deviceId, contact.id, contact.name, JSON.stringify(contact));
+      count(sharing.contacts);
+    }
+  }
   // Last, so the rules also hold for what was stored before this batch.
   applySharing(store, deviceId, sharing, nowS);
   return { stored, ignored };
@@ -354,6 +415,9 @@ const COUNTED = {
   reminders: 'phone_reminders',
   focus: 'phone_focus',
   status: 'phone_status',
+  alarms: 'phone_alarms',
+  contacts: 'phone_contacts',
+  changes: 'phone_changes',
 } as const;
 
 /** Counts per kind and the days events and reminders cover; never a title or a value. */

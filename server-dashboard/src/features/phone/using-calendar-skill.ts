@@ -10,21 +10,25 @@ export const USING_CALENDAR_SKILL_NAME = 'using-calendar';
 
 export const USING_CALENDAR_SKILL_TEXT = `---
 name: ${USING_CALENDAR_SKILL_NAME}
-description: When and how to read the user's iPhone calendars, reminders, Focus and phone status with conduit_calendar and conduit_phone (shared by the Conduit app).
+description: When and how to read and change the user's iPhone calendars, reminders, alarms and timers, and read Focus, phone status and contacts, with conduit_calendar, conduit_phone and conduit_contacts (shared by the Conduit app).
 ---
 ${SKILL_MARKER}
 
 # Using the calendar and phone status
 
 \`conduit_calendar\` (toolset conduit) reads the calendars (every account on the phone) and Reminders the
-user's iPhone shares with this profile through the Conduit app. \`conduit_phone\` reads the phone's
-status: battery, charging, Low Power Mode, CarPlay, audio route, network, motion and which Focus is on.
-Each appears only once the phone shares what it reads; if the user asks and it isn't there, tell them
-they can turn it on in Conduit's Settings > Calendar & phone. Don't guess from memory or other sources.
+user's iPhone shares with this profile through the Conduit app, and proposes changes to them.
+\`conduit_phone\` reads the phone's status: battery, charging, Low Power Mode, CarPlay, audio route,
+network, motion and which Focus is on, and the alarms and timers you set; it also sets and cancels them.
+\`conduit_contacts\` reads the people the user picked to share (name, nickname, relation, numbers,
+emails, birthday, organization). Each appears only once the phone shares what it reads; if the user asks
+and it isn't there, tell them they can turn it on in Conduit's Settings > Calendar & phone. Don't guess from memory or other sources.
 
 ## When to use them
 
 - "What's on today?", "am I free Thursday afternoon?", "when is the dentist?", "what do I still have to do?"
+- "Add the dentist on Thursday at 3", "remind me to call mum", "wake me at 6:30 on weekdays", "set a timer for ten minutes".
+- "What's Anna's number?", "when is my wife's birthday?": \`conduit_contacts\` (\`query\`).
 - Before you propose a time, to find a free slot.
 - \`conduit_phone\` to fit the moment: keep it short when the battery is low or Low Power Mode is on,
   don't call while they're driving (CarPlay, motion \`automotive\`) or in a Focus unless asked.
@@ -45,14 +49,31 @@ they can turn it on in Conduit's Settings > Calendar & phone. Don't guess from m
 
 ## Changes
 
-This version reads only. Adding or changing events and reminders comes as changes the phone applies
-after the user agrees; until the tool offers them, tell the user you can't change their calendar.
+You can't touch the phone's calendar directly. Every change is a **pending change** the phone applies:
+
+- \`conduit_calendar\`: \`add_event\` (\`calendar\` id, \`title\`, \`start\`, optional \`end\`, \`all_day\`,
+  \`location\`, \`notes\`), \`update_event\` / \`delete_event\` (\`event\` id), \`add_reminder\` (\`list\` id,
+  \`title\`, optional \`due\`, \`priority\`, \`notes\`), \`update_reminder\` / \`complete_reminder\` (\`reminder\` id).
+- \`conduit_phone\`: \`set_alarm\` (\`at\` for a one-off, or \`time\` HH:MM with \`days\` to repeat),
+  \`set_timer\` (\`seconds\`), \`cancel_alarm\` (\`alarm\` id from \`alarms\`). Alarms ring through Silent and Focus.
+- Times are \`YYYY-MM-DDTHH:MM\` in the phone's local time (or with an offset); a date alone is a whole day.
+- Take ids from reads (\`calendars\`, \`events\`, \`reminders\`, \`alarms\`); never invent them.
+
+How it goes: the phone gets a notification and the user approves (\`asks_user: true\`), or, for adds the
+user lets you make without asking, the phone applies it silently. Updates, deletes, completions and
+cancels always ask, and so do adds to shared calendars or lists. So say "I've asked your phone to add
+it" rather than "added", unless \`pending\` says \`applied\`.
+
+\`conduit_calendar\` with \`action: "pending"\` (optionally \`id\`) shows how changes went: \`pending\`
+(waiting for the phone), \`applied\`, \`edited\` (the user changed it; \`note\` may say how), \`dismissed\`
+(the user said no: don't ask again unprompted), \`failed\` (\`note\` says why) or \`expired\` (not taken
+within 7 days). At most 50 changes wait at once, and 50 alarms and timers per phone.
 
 ## Privacy
 
 - It's the user's data. What the tools return goes to your model like any tool result (Conduit told the
   user so before they turned sharing on), so read only what the question needs.
-- Don't copy events, attendees or reminders into memory, files, messages or other tools unless asked.
+- Don't copy events, attendees, reminders or contacts into memory, files, messages or other tools unless asked.
 - Subagents can't use the tools; read them in the main chat.
 `;
 

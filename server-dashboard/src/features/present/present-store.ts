@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { z } from 'zod';
 import {
   PRESENT_FEATURE,
@@ -9,8 +8,7 @@ import {
   type PresentPrompt,
   type PresentResult,
 } from '@conduit/contracts/dashboard/present';
-import { withFileLock } from '../../credentials/file-lock.js';
-import { JsonStateFile } from '../../state/json-state-file.js';
+import { LockedJsonStore } from '../../state/json-state-file.js';
 
 /**
  * A profile's confirm prompts, `<home>/conduit-present.json` (mode 0600, written whole to a temporary
@@ -271,37 +269,9 @@ export function lastExchangeAdvertised(file: PresentFile, feature: string): bool
   return latest?.features.includes(feature) ?? false;
 }
 
-/**
- * One profile's conduit-present.json. Reads take no lock (the file is replaced whole by rename, so a
- * reader sees one version or the other) and settle expiry in memory; changes hold
- * `.conduit-present.json.wlock`, the O_EXCL lock every writer on this host takes (file-lock.ts).
- */
-export class PresentStore {
-  readonly file: string;
-  private readonly lock: string;
-  private readonly json: JsonStateFile<PresentFile>;
-
-  constructor(readonly home: string) {
-    this.file = path.join(home, PRESENT_FILE);
-    this.lock = path.join(home, `.${PRESENT_FILE}.wlock`);
-    this.json = new JsonStateFile(this.file, presentFileShape, emptyFile);
-  }
-
-  async read(nowS: number): Promise<PresentFile> {
-    return settle(await this.json.read(), nowS);
-  }
-
-  /**
-   * Reads (settled), changes and writes under the lock; `change` returns the new file (the one it was
-   * given when nothing changed) and what to answer. A settle that expired prompts is written too.
-   */
-  async update<T>(nowS: number, change: (current: PresentFile) => { file: PresentFile; result: T }): Promise<T> {
-    return withFileLock(this.lock, async () => {
-      const raw = await this.json.read();
-      const current = settle(raw, nowS);
-      const { file, result } = change(current);
-      if (file !== raw) await this.json.write(file);
-      return result;
-    });
+/** One profile's conduit-present.json, read and changed as LockedJsonStore says. */
+export class PresentStore extends LockedJsonStore<PresentFile> {
+  constructor(home: string) {
+    super(home, PRESENT_FILE, presentFileShape, emptyFile, settle);
   }
 }

@@ -3,7 +3,8 @@ import { PRESENT_LIMITS, type PresentState } from '@conduit/contracts/dashboard/
 import { NO_HOOK_CONTEXT, toolText, type FeatureMcpTool } from '../../mcp/feature-tool.js';
 import type { FeatureKernel } from '../../kernel/feature.js';
 import type { ProfileScope } from '../../notifier/notifier.js';
-import type { PresentNudge, PresentNudgeOutcome } from './present-nudge.js';
+import type { PresentNudge } from './present-nudge.js';
+import { nudgeForModel } from '../../kernel/phone-changes-event.js';
 import { waitForAnswer } from './present-signals.js';
 import {
   PresentStore,
@@ -131,28 +132,6 @@ export function promptForModel(prompt: StoredPrompt) {
   };
 }
 
-function nudgeForModel(outcome: PresentNudgeOutcome) {
-  switch (outcome.kind) {
-    case 'sent':
-      return { phone_notified: true };
-    case 'unpaired':
-      return {
-        phone_notified: false,
-        nudge: 'This profile is not paired for notifications; Conduit sees the prompt when it next syncs.',
-      };
-    case 'unsupported':
-      return {
-        phone_notified: false,
-        nudge: "The push relay doesn't support this notification; Conduit sees the prompt when it next syncs.",
-      };
-    case 'failed':
-      return {
-        phone_notified: false,
-        nudge: 'The notification could not be sent now; Conduit sees the prompt when it next syncs.',
-      };
-  }
-}
-
 const answer = (body: Record<string, unknown>) => toolText(JSON.stringify(body));
 const refuse = (error: string) => toolText(JSON.stringify({ ok: false, error }), true);
 
@@ -197,7 +176,11 @@ async function confirm(args: Record<string, unknown>, env: CallEnv) {
       })) ?? prompt;
     if (prompt.state !== 'waiting') await markSeen(env, [prompt.id]);
   }
-  return answer({ ok: true, prompt: promptForModel(prompt), ...nudgeForModel(nudged) });
+  return answer({
+    ok: true,
+    prompt: promptForModel(prompt),
+    ...nudgeForModel(nudged, 'Conduit sees the prompt when it next syncs'),
+  });
 }
 
 function markSeen(env: CallEnv, ids: string[]): Promise<void> {

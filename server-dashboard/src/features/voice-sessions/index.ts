@@ -21,14 +21,14 @@ import {
   CompressionSessionBusyError,
   CompressionSessionClosedError,
   UnsupportedStoreError,
-} from './hermes-state-store.js';
+} from '../../kernel/hermes-state-writer.js';
 import {
   MissingStoreError,
   STORE_CALL_BOUNDS,
   StoreCalls,
   VoiceTimedOut,
   type StoreCallBounds,
-} from './store-calls.js';
+} from '../../kernel/hermes-state-calls.js';
 import { objectBody, validSave, validSummary, validTag, voiceId } from './voice-requests.js';
 import {
   chatCallsOf,
@@ -41,7 +41,7 @@ import {
   type Outcome,
 } from './voice-save.js';
 
-/** The bounds of this feature (ROUTES.md, Voice transcripts); the store's own are in store-calls.ts. */
+/** The bounds of this feature (ROUTES.md, Voice transcripts); the store's own are in kernel/hermes-state-calls.ts. */
 const BOUNDS = {
   /**
    * For the whole host, whatever ?profile= says: counted before the profile is resolved or the body

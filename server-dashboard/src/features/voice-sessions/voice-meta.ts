@@ -1,6 +1,13 @@
 import { VOICE_LIMITS } from '@conduit/contracts/dashboard/voice-sessions';
-import { voiceSummaryKey } from '../../kernel/hermes-chats.js';
-import type { HermesStateDb } from './hermes-state-store.js';
+import type { HermesStateDb } from '../../kernel/hermes-state-writer.js';
+import {
+  VOICE_TAG_KEYS,
+  isRecord,
+  isVoiceEngine,
+  readCreated,
+  readMetaMap as readMap,
+  writeMetaMap as writeMap,
+} from '../../kernel/voice-tags.js';
 import type { VoiceEngine } from './voice-requests.js';
 
 /**
@@ -16,25 +23,21 @@ import type { VoiceEngine } from './voice-requests.js';
  * Each map is a JSON object whose key order is its age (oldest first), as Python's dicts keep it; the
  * caps drop from the front. (A JavaScript object lists integer-like keys first, so an all-digit id would
  * count as oldest; Hermes' and Conduit's ids are never all digits.)
+ *
+ * The labels (`conduit.voice.tags`) and the clearing of a gone row's records live in the kernel
+ * (kernel/voice-tags.ts), since the Watch's jobs file themselves under Voice Jobs too.
  */
 
 export const VOICE_META_KEYS = {
-  tags: 'conduit.voice.tags',
-  created: 'conduit.voice.created',
-  calls: (sessionId: string) => `conduit.voice.calls:${sessionId}`,
+  tags: VOICE_TAG_KEYS.tags,
+  created: VOICE_TAG_KEYS.created,
+  calls: VOICE_TAG_KEYS.calls,
   /** Also read by the Watch's read_chat (kernel/hermes-chats.ts owns the key). */
-  summary: voiceSummaryKey,
+  summary: VOICE_TAG_KEYS.summary,
   chatCalls: (chatId: string) => `conduit.voice.chat_calls:${chatId}`,
 } as const;
 
 export const META_BOUNDS = {
-  /** Tags are Conduit's labels for the profile's voice chats; past this the oldest go. */
-  tags: 2000,
-  /**
-   * Tags checked for a deleted session per write once over the cap: enough to keep up with deletes,
-   * few enough that one request's work stays bounded (each is a row lookup).
-   */
-  tagPruneBatch: 50,
   /** A session's calls remembered for retries (and a profile's creates): a call that old is never retried. */
   calls: 500,
   chatCalls: VOICE_LIMITS.chatCallsPerChat,
@@ -45,13 +48,6 @@ export const META_BOUNDS = {
    */
   chatCallsMaxChars: 8 * 1024 * 1024,
 } as const;
-
-export interface VoiceTag {
-  kind: 'call' | 'classic' | 'job';
-  engine?: VoiceEngine;
-  parent_id?: string;
-  parent_title?: string;
-}
 
 export interface ChatCallTurn {
   role: 'user' | 'assistant';
@@ -64,28 +60,6 @@ export interface ChatCall {
   turns: ChatCallTurn[];
 }
 
-const ENGINES = new Set(['gemini-live', 'gpt-live', 'grok-live', 'classic']);
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** A stored map, or empty when missing or unreadable (it starts over rather than failing every save). */
-function readMap(db: HermesStateDb, key: string): Map<string, unknown> {
-  const raw = db.getMeta(key);
-  if (!raw) return new Map();
-  try {
-    const parsed: unknown = JSON.parse(raw);
-    return isRecord(parsed) ? new Map(Object.entries(parsed)) : new Map();
-  } catch {
-    return new Map();
-  }
-}
-
-function writeMap(db: HermesStateDb, key: string, map: ReadonlyMap<string, unknown>): void {
-  db.setMeta(key, JSON.stringify(Object.fromEntries(map)));
-}
-
 /** Moves `key` to the newest end with `value`, then drops the oldest past `cap`. */
 function putNewest<V>(map: Map<string, V>, key: string, value: V, cap: number): void {
   map.delete(key);
@@ -94,51 +68,6 @@ function putNewest<V>(map: Map<string, V>, key: string, value: V, cap: number): 
     if (map.size <= cap) break;
     map.delete(oldest);
   }
-}
-
-function cleanTag(value: unknown): VoiceTag | null {
-  if (!isRecord(value)) return null;
-  const { kind, engine, parent_id: parentId, parent_title: parentTitle } = value;
-  if (kind !== 'call' && kind !== 'classic' && kind !== 'job') return null;
-  return {
-    kind,
-    ...(typeof engine === 'string' && ENGINES.has(engine) ? { engine: engine as VoiceEngine } : {}),
-    ...(typeof parentId === 'string' ? { parent_id: parentId } : {}),
-    ...(typeof parentTitle === 'string' ? { parent_title: parentTitle } : {}),
-  };
-}
-
-export function readTags(db: HermesStateDb): Map<string, VoiceTag> {
-  const tags = new Map<string, VoiceTag>();
-  for (const [sessionId, value] of readMap(db, VOICE_META_KEYS.tags)) {
-    const tag = cleanTag(value);
-    if (tag) tags.set(sessionId, tag);
-  }
-  return tags;
-}
-
-/**
- * Stores a tag as the newest. The session need not exist yet (Conduit may tag a chat before Hermes
- * has stored it), so dangling tags are only dropped at the cap: first the oldest few whose sessions
- * are gone (their meta with them), then the oldest. The tag being written always stays.
- */
-export function setTag(db: HermesStateDb, sessionId: string, tag: VoiceTag): void {
-  const tags = readTags(db);
-  tags.delete(sessionId);
-  tags.set(sessionId, tag);
-  if (tags.size > META_BOUNDS.tags) {
-    const oldest = [...tags.keys()].filter((id) => id !== sessionId).slice(0, META_BOUNDS.tagPruneBatch);
-    for (const id of oldest) {
-      if (db.getSession(id)) continue;
-      tags.delete(id);
-      dropVoiceMeta(db, id);
-    }
-    for (const id of tags.keys()) {
-      if (tags.size <= META_BOUNDS.tags) break;
-      if (id !== sessionId) tags.delete(id);
-    }
-  }
-  writeMap(db, VOICE_META_KEYS.tags, tags);
 }
 
 /** The highest turn index written per call of a session. */
@@ -156,28 +85,10 @@ export function recordCall(db: HermesStateDb, sessionId: string, callId: string,
   writeMap(db, VOICE_META_KEYS.calls(sessionId), calls);
 }
 
-/** Which session each recent call created, so a create whose answer was lost continues that row. */
-export function readCreated(db: HermesStateDb): Map<string, string> {
-  const created = new Map<string, string>();
-  for (const [callId, sessionId] of readMap(db, VOICE_META_KEYS.created)) {
-    if (typeof sessionId === 'string') created.set(callId, sessionId);
-  }
-  return created;
-}
-
 export function rememberCreated(db: HermesStateDb, callId: string, sessionId: string): void {
   const created = readCreated(db);
   putNewest(created, callId, sessionId, META_BOUNDS.calls);
   writeMap(db, VOICE_META_KEYS.created, created);
-}
-
-/** Clears a gone row's call record, summary and create record. */
-export function dropVoiceMeta(db: HermesStateDb, sessionId: string): void {
-  db.deleteMeta(VOICE_META_KEYS.calls(sessionId));
-  db.deleteMeta(VOICE_META_KEYS.summary(sessionId));
-  const created = readCreated(db);
-  const kept = new Map([...created].filter(([, id]) => id !== sessionId));
-  if (kept.size !== created.size) writeMap(db, VOICE_META_KEYS.created, kept);
 }
 
 export function readSummary(db: HermesStateDb, sessionId: string): { text: string; covers: number } {
@@ -199,7 +110,7 @@ export function writeSummary(db: HermesStateDb, sessionId: string, text: string,
 }
 
 function cleanChatCall(value: unknown): ChatCall | null {
-  if (!isRecord(value) || typeof value.engine !== 'string' || !ENGINES.has(value.engine)) return null;
+  if (!isRecord(value) || !isVoiceEngine(value.engine)) return null;
   if (!Array.isArray(value.turns)) return null;
   const turns: ChatCallTurn[] = [];
   for (const turn of value.turns) {
@@ -207,7 +118,7 @@ function cleanChatCall(value: unknown): ChatCall | null {
     if (!isRecord(turn) || (turn.role !== 'user' && turn.role !== 'assistant') || typeof turn.text !== 'string') break;
     turns.push({ role: turn.role, text: turn.text, ...(typeof turn.at === 'number' ? { at: turn.at } : {}) });
   }
-  return { engine: value.engine as VoiceEngine, turns };
+  return { engine: value.engine, turns };
 }
 
 export function readChatCalls(db: HermesStateDb, chatId: string): Map<string, ChatCall> {

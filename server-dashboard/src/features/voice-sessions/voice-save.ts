@@ -1,22 +1,18 @@
 import { DetailError } from '../../kernel/detail-errors.js';
 import type { CallEnd, CallEndTurn } from './call-ends.js';
-import type { HermesStateDb, MessageInsert } from './hermes-state-store.js';
+import type { HermesStateDb, MessageInsert } from '../../kernel/hermes-state-writer.js';
+import { dropVoiceMeta, readCreated, readTags, setTag, type VoiceTag } from '../../kernel/voice-tags.js';
 import {
   META_BOUNDS,
   dropChatCalls,
-  dropVoiceMeta,
   readCalls,
   readChatCalls,
-  readCreated,
   readSummary,
-  readTags,
   recordCall,
   rememberCreated,
-  setTag,
   writeChatCall,
   writeSummary,
   type ChatCall,
-  type VoiceTag,
 } from './voice-meta.js';
 import type { CleanTurn, SaveRequest, SummaryRequest, TagRequest } from './voice-requests.js';
 

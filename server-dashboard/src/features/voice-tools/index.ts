@@ -6,31 +6,9 @@ import { answerWithDetail, DetailError, readJsonBody } from '../../kernel/detail
 import type { HostFeature } from '../../kernel/feature.js';
 import { profileForRoute } from '../../kernel/profile-files.js';
 import { perMinute } from '../../kernel/rate-window.js';
-import { PhoneDataStore } from '../phone-data/store.js';
-import { openVoiceCall, sealVoiceAnswer, type OpenedVoiceCall } from '../phone-data/voice-reads.js';
-import { healthVoiceTool } from './health-voice-tool.js';
-import { locationVoiceTool } from './location-voice-tool.js';
-import { calendarVoiceTool, phoneVoiceTool } from './phone-voice-tools.js';
-import { voiceModeName, type VoiceToolProvider } from './voice-tool-provider.js';
-
-export { healthVoiceTool } from './health-voice-tool.js';
-export { calendarVoiceTool, phoneVoiceTool } from './phone-voice-tools.js';
-export {
-  voiceModeName,
-  voiceParameters,
-  type VoiceReadContext,
-  type VoiceReadOutcome,
-  type VoiceToolDescription,
-  type VoiceToolProvider,
-} from './voice-tool-provider.js';
-
-/** The voice tools this host offers, in the order they are listed (the phone's tools join next). */
-export const VOICE_TOOLS: readonly VoiceToolProvider[] = [
-  healthVoiceTool,
-  locationVoiceTool,
-  calendarVoiceTool,
-  phoneVoiceTool,
-];
+import { PhoneDataStore } from '../../kernel/phone-data/store.js';
+import { openVoiceCall, sealVoiceAnswer, type OpenedVoiceCall } from '../../kernel/phone-data/voice-reads.js';
+import { voiceModeName, type VoiceToolProvider } from '../../kernel/phone-data/voice-tool-provider.js';
 
 /** Why a call did not open, as the route answers it. */
 const REFUSALS: Record<'invalid' | 'unknown_key' | 'does_not_open', [status: number, detail: string]> = {
@@ -47,19 +25,29 @@ function validCall(raw: unknown): z.output<typeof sealedVoiceCall> {
   throw new DetailError(400, typeof field === 'string' ? `${field} is missing or invalid` : 'Request body is invalid');
 }
 
+/** The providers by tool name; two that share a name are a wiring bug, refused at start. */
+function namedOnce(providers: readonly VoiceToolProvider[]): Map<string, VoiceToolProvider> {
+  const byName = new Map(providers.map((provider) => [provider.name, provider]));
+  if (byName.size !== providers.length) throw new Error('Two voice tools share a name');
+  return byName;
+}
+
 /**
  * Voice reads (`voice-tools`): `GET /voice-tools` lists the tools a voice mode may offer for one
  * device, `POST /voice-tools/call` runs one sealed call for the device that sealed it. Every
- * provider's tool goes through the same seal, key check and rate limit here.
+ * provider's tool goes through the same seal, key check and rate limit here. The providers are those the
+ * registered features declare (`HostFeature.voiceTools`, handed over as `FeatureKernel.voiceTools`), in
+ * their order; `only` serves a given list instead (a test's).
  */
-export function voiceToolsFeature(providers: readonly VoiceToolProvider[] = VOICE_TOOLS): HostFeature {
-  const byName = new Map(providers.map((provider) => [provider.name, provider]));
-  if (byName.size !== providers.length) throw new Error('Two voice tools share a name');
+export function voiceToolsFeature(only?: readonly VoiceToolProvider[]): HostFeature {
+  if (only) namedOnce(only);
   return {
     name: 'voice-tools',
     // The listing: it answers 200 (an empty list without a device) and changes nothing.
     capabilities: [{ name: 'voice-tools', method: 'GET', path: getVoiceTools.path }],
     register(scope, kernel) {
+      const providers = only ?? kernel.voiceTools;
+      const byName = namedOnce(providers);
       const reads = perMinute(VOICE_TOOL_LIMITS.readsPerMinute, kernel.clock);
       const nowS = () => Math.floor(kernel.clock.now() / 1000);
       answerWithDetail(scope, {

@@ -16,18 +16,22 @@ import { isCredentialSafeRelayUrl } from '../../kernel/loopback.js';
 import { lookupsFor } from '../../kernel/lookups/index.js';
 import { profileForRoute } from '../../kernel/profile-files.js';
 import { limiterKey, perMinute } from '../../kernel/rate-window.js';
+import { watchAudioOf, type WatchAudioGrantAnswer } from '../../kernel/watch-audio-port.js';
 import type { ProfileScope } from '../../notifier/notifier.js';
 import { createRelayFetch } from '../../pairing/relay-http.js';
 import { readGrantRequest, readRevokeRequest, type GrantRequest } from './grant-request.js';
 import { refusal } from './watch-answer.js';
 import { isChatTool, WatchChats } from './watch-chats.js';
 import { WatchGrantBook, type WatchGrant } from './watch-grants.js';
-import { isJobTool, NO_WATCH_JOBS, type CallJobSettings, type WatchJobs } from './watch-jobs.js';
+import { watchJobsFor } from './watch-job-runner.js';
+import { isJobTool, type CallJobSettings, type WatchJobs } from './watch-jobs.js';
 import { WATCH_LIMITS } from './watch-limits.js';
 import { WatchLiveTokens } from './watch-live-token.js';
 import { isLookupTool, runLookupTool } from './watch-lookup-tools.js';
 import { WatchRelay } from './watch-relay.js';
 import { deriveWatchKeys } from './watch-seal.js';
+
+const WITHOUT_WATCH_AUDIO = "This host can't carry Watch audio";
 
 export { WATCH_LIMITS } from './watch-limits.js';
 export { NO_WATCH_JOBS, type WatchJobs } from './watch-jobs.js';
@@ -71,20 +75,24 @@ async function pairingOf(profile: ProfileScope): Promise<PairedCredentials & { r
  * them here and seals the answers back (ROUTES.md and CRYPTO.md, Watch tools). The lookups
  * (`web_search`, `recall_memory`) run the Live Voice routes' own code (kernel/lookups), `live_token`
  * the phone's Gemini Live minting (kernel/gemini-live), and `find_chat`/`read_chat` read the profile's
- * Hermes chats (kernel/hermes-chats); jobs plug in through `WatchJobs`, and audio comes later.
+ * Hermes chats (kernel/hermes-chats); jobs plug in through `WatchJobs` (Hermes runs, watch-job-runner.ts).
  */
 export function createWatchToolsFeature(deps: WatchToolsDeps = {}): HostFeature {
-  const jobs = deps.jobs ?? NO_WATCH_JOBS;
   const random = deps.random ?? defaultRandom;
   return {
     name: 'watch-tools',
     // live_token, find_chat and read_chat ride the grant (the seed: capabilities watch-live-token, watch-chats).
     capabilities: [
       { name: 'watch-tools', method: 'POST', path: postWatchToolsGrant.path },
+      // Jobs and their follow-ups ride the grant; a grant leaves them out where no Hermes API server serves the profile.
+      { name: 'watch-jobs', method: 'POST', path: postWatchToolsGrant.path },
+      { name: 'watch-job-follow-ups', method: 'POST', path: postWatchToolsGrant.path },
       { name: 'watch-live-token', method: 'POST', path: postWatchToolsGrant.path },
       { name: 'watch-chats', method: 'POST', path: postWatchToolsGrant.path },
     ],
     register(scope, kernel) {
+      // Jobs run through the kernel's Hermes API client where one is configured (watch-job-runner.ts).
+      const jobs = deps.jobs ?? watchJobsFor(kernel, random);
       const lookups = lookupsFor(kernel);
       const liveTokens = new WatchLiveTokens(geminiLiveTokensFor(kernel));
       const chats = new WatchChats();
@@ -101,7 +109,7 @@ export function createWatchToolsFeature(deps: WatchToolsDeps = {}): HostFeature 
         random,
         runTool: (grant, tool, args, delivery) => {
           if (isLookupTool(tool)) return runLookupTool(lookups, grant.profile, grant.limiterKey, tool, args);
-          if (isJobTool(tool)) return jobs.run(grant, tool, args);
+          if (isJobTool(tool)) return jobs.run(grant, tool, args, delivery);
           if (tool === 'live_token') return liveTokens.run(grant, delivery);
           if (isChatTool(tool)) return Promise.resolve(chats.run(grant, tool, args));
           return Promise.resolve(refusal(501, `This host can't run ${tool} for the Watch yet`));
@@ -110,12 +118,14 @@ export function createWatchToolsFeature(deps: WatchToolsDeps = {}): HostFeature 
           jobs.released(grant);
           liveTokens.released(grant);
           chats.released(grant);
+          void watchAudioOf(kernel)?.close(grant.id);
         },
       });
       const grantsAsked = perMinute(WATCH_LIMITS.grantsPerMinute, kernel.clock);
       // Grants end with the service: the relay is told, so the Watch falls back to the iPhone at once.
       scope.addHook('onClose', async () => {
         await book.closeAll();
+        jobs.close?.();
         lookups.close();
       });
       answerWithDetail(scope, {
@@ -130,10 +140,13 @@ export function createWatchToolsFeature(deps: WatchToolsDeps = {}): HostFeature 
         const key = limiterKey(query.profile);
         if (!grantsAsked.tryTake(key)) throw new DetailError(429, 'Too many Watch tool grants; try again shortly');
         const granted = grantableTools(request, {
-          jobs: jobs.available(profile),
+          jobs: await jobs.available(profile),
           liveToken: request.tools.includes('live_token') && (await liveTokens.available(profile)),
           chats: request.tools.some(isChatTool) && chats.available(profile),
         });
+        // A host without the Watch audio feature says so before any grant is opened on the relay.
+        const audio = request.audio ? watchAudioOf(kernel) : null;
+        if (request.audio && !audio) throw new DetailError(501, WITHOUT_WATCH_AUDIO);
         const pairing = await pairingOf(profile);
         const previous = request.carryJobsFrom ? book.openOf(profile, request.carryJobsFrom) : undefined;
         const settings = callSettings(request, previous, granted.withJobs);
@@ -144,6 +157,7 @@ export function createWatchToolsFeature(deps: WatchToolsDeps = {}): HostFeature 
         const opened = await relay.openGrant(target, {
           watchKeySha256: createHash('sha256').update(watchKey, 'ascii').digest('hex'),
           maxCalls: granted.withJobs ? WATCH_LIMITS.maxCallsWithJobs : WATCH_LIMITS.maxCallsWithoutJobs,
+          audio: request.audio,
         });
         switch (opened.kind) {
           case 'unsupported':
@@ -157,6 +171,11 @@ export function createWatchToolsFeature(deps: WatchToolsDeps = {}): HostFeature 
             throw new DetailError(502, 'The push relay refused the Watch tool grant');
           case 'opened':
             break;
+        }
+        if (request.audio && !opened.audio) {
+          // A relay from before Watch audio opened the grant without the bridge: closed again (ROUTES.md).
+          await relay.closeGrant(target, opened.grantId);
+          throw new DetailError(501, "The push relay doesn't support Watch audio yet");
         }
         const now = kernel.clock.now();
         const grant: WatchGrant = {
@@ -172,6 +191,18 @@ export function createWatchToolsFeature(deps: WatchToolsDeps = {}): HostFeature 
         };
         const carried = previous !== undefined && granted.withJobs && jobs.carry(previous, grant);
         book.add(grant);
+        let audioAnswer: WatchAudioGrantAnswer | null = null;
+        if (audio) {
+          // Watch audio rides on a grant opened with audio: true (features/watch-audio, through the kernel).
+          audioAnswer = await audio.open(
+            { id: grant.id, root, relayUrl: target.relayUrl, credential: target.credential, profile },
+            await audio.offeredEngines(),
+          );
+          if (!audioAnswer) {
+            book.close(grant, 'revoked');
+            throw new DetailError(503, "This host couldn't start the Watch call's audio");
+          }
+        }
         kernel.log.info('watch grant opened', { profile: profile.name, tools: granted.tools.length });
         const body = {
           ok: true as const,
@@ -185,6 +216,7 @@ export function createWatchToolsFeature(deps: WatchToolsDeps = {}): HostFeature 
           max_jobs: settings.maxJobs,
           ...(granted.withJobs ? { job_profiles: settings.jobProfiles ?? [] } : {}),
           ...(carried && previous ? { jobs_carried_from: previous.id } : {}),
+          ...(audioAnswer ? { audio: audioAnswer } : {}),
         };
         return { status: 200, body, headers: GRANT_HEADERS };
       });
@@ -218,12 +250,13 @@ interface ProfileServes {
  * `live_token` alone without a Gemini key (the seed), else 501.
  */
 function grantableTools(request: GrantRequest, serves: ProfileServes): { tools: string[]; withJobs: boolean } {
-  if (request.audio) throw new DetailError(501, "This host can't carry Watch audio yet");
   const tools: string[] = request.tools.filter(isLookupTool);
   const jobTools = request.tools.filter(isJobTool);
   const chatTools = request.tools.filter(isChatTool);
   const withJobs = serves.jobs && jobTools.length > 0;
-  if (withJobs) tools.push(...jobTools, 'job_news', 'answer_approval');
+  // A call that can start or cancel jobs can also follow one up (interrupt_job, the seed's plugin 0.10).
+  const followsUp = jobTools.some((tool) => tool === 'start_job' || tool === 'cancel_job');
+  if (withJobs) tools.push(...jobTools, ...(followsUp ? ['interrupt_job'] : []), 'job_news', 'answer_approval');
   if (serves.liveToken) tools.push('live_token');
   if (serves.chats) tools.push(...chatTools);
   if (tools.length > 0) return { tools: [...new Set(tools)], withJobs };
@@ -243,5 +276,5 @@ function callSettings(request: GrantRequest, previous: WatchGrant | undefined, w
   };
 }
 
-/** The Watch tools feature with this host's defaults (no jobs yet). */
+/** The Watch tools feature with this host's defaults (jobs where a Hermes API server is configured). */
 export const watchToolsFeature: HostFeature = createWatchToolsFeature();

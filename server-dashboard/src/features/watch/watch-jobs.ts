@@ -1,6 +1,6 @@
 import type { ProfileScope } from '../../notifier/notifier.js';
 import type { JobOptions } from './grant-request.js';
-import type { WatchAnswer, WatchArgs } from './watch-answer.js';
+import type { AnswerDelivery, WatchAnswer, WatchArgs } from './watch-answer.js';
 
 /** What a call keeps across renewals: a renewal that leaves a field out keeps the call's. */
 export interface CallJobSettings {
@@ -39,16 +39,21 @@ export interface JobGrant {
  */
 export interface WatchJobs {
   /** Whether jobs can run for this profile here (Hermes' chats served in this process). */
-  available(profile: ProfileScope): boolean;
+  available(profile: ProfileScope): boolean | Promise<boolean>;
   /**
    * A renewal: `from` is the call's previous grant, open and on the same profile. Moves its jobs to
    * `to`; true when it did (the grant then answers `jobs_carried_from`).
    */
   carry(from: JobGrant, to: JobGrant): boolean;
-  /** Runs one job tool call of the grant. */
-  run(grant: JobGrant, tool: WatchJobTool, args: WatchArgs): Promise<WatchAnswer>;
+  /**
+   * Runs one job tool call of the grant; `delivery` tells whether its answer reached the relay (job
+   * news is retired only then).
+   */
+  run(grant: JobGrant, tool: WatchJobTool, args: WatchArgs, delivery?: AnswerDelivery): Promise<WatchAnswer>;
   /** The grant closed: jobs still running keep running in Hermes. */
   released(grant: JobGrant): void;
+  /** The service is stopping: nothing more is followed here (jobs keep running in Hermes). */
+  close?(): void;
 }
 
 /** This host without jobs: grants leave them out, and the Watch's jobs go through the iPhone. */

@@ -61,4 +61,33 @@ export const WATCH_LIMITS = {
    * characters (about 18 KB of plaintext), with room for the title and the envelope.
    */
   chatAnswerBytes: 12_000,
+  /**
+   * Jobs of one call running at once (the seed): a Watch call is a conversation, not a batch queue, and
+   * each running job may ask for approvals the user answers by voice.
+   */
+  jobsAtOnce: 3,
+  /**
+   * A start Hermes has not accepted in this long is answered accepted (the seed): the relay holds the
+   * Watch's call 25 s, so the answer must leave well inside it; a start that then fails comes as news.
+   */
+  jobAcceptMs: 18_000,
+  /**
+   * Times a start that got no answer is asked again (same Idempotency-Key, so Hermes re-attaches it):
+   * the client gives up after 15 s, sooner than Hermes may take to accept a run while it is busy.
+   */
+  jobStartAttempts: 3,
+  /** A spoken task: a few sentences; more is not something said into a Watch. */
+  jobTaskChars: 4000,
+  /** A follow-up's words (interrupt_job), as long as a task. */
+  jobFollowUpChars: 4000,
+  /** A job's title, shown on the Watch and in Conduit's Voice Jobs. */
+  jobTitleChars: 80,
+  /** A finished job's result carried in its news: read out on the Watch; the chat holds the rest. */
+  jobResultChars: 1500,
+  /** A result's opening shown by list_jobs, so a list of twenty jobs still fits one sealed answer. */
+  jobListResultChars: 200,
+  /** News items one answer carries (each result at most 1,500 characters, well inside 24,000 sealed). */
+  jobNewsPerAnswer: 6,
+  /** News one call keeps unheard; past it the oldest finished-job news goes (approvals stay). */
+  jobNewsKept: 64,
 } as const;

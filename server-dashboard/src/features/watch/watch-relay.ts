@@ -11,7 +11,7 @@ export interface WatchRelayTarget {
 }
 
 export type OpenGrantAnswer =
-  | { kind: 'opened'; grantId: string; expiresAt: string }
+  | { kind: 'opened'; grantId: string; expiresAt: string; audio: boolean }
   /** 404: a relay from before Watch tools. */
   | { kind: 'unsupported' }
   | { kind: 'capacity' }
@@ -26,7 +26,11 @@ export type PollAnswer =
   | { kind: 'failed'; status: number | null };
 
 /** The relay's answers, checked again: the relay is another process. */
-const openedBody = z.object({ grant_id: z.string().regex(watchGrantIdPattern), expires_at: z.string().min(1).max(64) });
+const openedBody = z.object({
+  grant_id: z.string().regex(watchGrantIdPattern),
+  expires_at: z.string().min(1).max(64),
+  audio: z.boolean().optional(),
+});
 const pollBody = z.object({
   calls: z.array(z.object({ rid: z.string(), n: z.string(), ct: z.string() }).loose()).max(64),
 });
@@ -41,18 +45,28 @@ export class WatchRelay {
 
   async openGrant(
     target: WatchRelayTarget,
-    request: { watchKeySha256: string; maxCalls: number },
+    request: { watchKeySha256: string; maxCalls: number; audio?: boolean },
   ): Promise<OpenGrantAnswer> {
     try {
       const answer = await this.client(target, WATCH_LIMITS.relayTimeoutMs).POST('/v1/watch-tools/grants', {
         headers: this.headers(target),
-        body: { watch_key_sha256: request.watchKeySha256, ttl_s: WATCH_LIMITS.grantTtlS, max_calls: request.maxCalls },
+        body: {
+          watch_key_sha256: request.watchKeySha256,
+          ttl_s: WATCH_LIMITS.grantTtlS,
+          max_calls: request.maxCalls,
+          ...(request.audio ? { audio: true } : {}),
+        },
       });
       const status = answer.response.status;
       if (status === 201) {
         const parsed = openedBody.safeParse(answer.data);
         return parsed.success
-          ? { kind: 'opened', grantId: parsed.data.grant_id, expiresAt: parsed.data.expires_at }
+          ? {
+              kind: 'opened',
+              grantId: parsed.data.grant_id,
+              expiresAt: parsed.data.expires_at,
+              audio: parsed.data.audio === true,
+            }
           : { kind: 'refused', status };
       }
       if (status === 404) return { kind: 'unsupported' };

@@ -1,9 +1,10 @@
-import { withDeadline } from '../../kernel/deadline.js';
-import type { Timers } from '../../kernel/timers.js';
-import { HermesStateDb, isLockError, type StoreNeed } from './hermes-state-store.js';
+import { withDeadline } from './deadline.js';
+import type { Timers } from './timers.js';
+import { HermesStateDb, isLockError, type StoreNeed } from './hermes-state-writer.js';
 
 /**
- * How a voice route reaches a profile's state.db within its budget (ROUTES.md: 20 s, then 504):
+ * How a voice route (features/voice-sessions) or a Watch job's Voice Jobs label (kernel/voice-tags.ts)
+ * reaches a profile's state.db within its budget (ROUTES.md: 20 s, then 504):
  * writes of one profile run one at a time in arrival order, each attempt takes Hermes' write lock
  * with `BEGIN IMMEDIATE`, and a lock held by another writer (Hermes' gateway, a CLI) is waited out
  * with Hermes' own jittered retry until the budget ends. better-sqlite3 is synchronous, so the wait

@@ -1,6 +1,6 @@
 import type { voiceToolKey } from '@conduit/contracts/dashboard/voice-tools';
 import { z } from 'zod';
-import type { StoreShape } from '../phone-data/store.js';
+import type { StoreShape } from './store.js';
 
 /**
  * One phone-data tool a voice mode may call through the host (the seed's voice reads). The route owns

@@ -1,5 +1,5 @@
 import { GPT_LIVE_VOICE_PATTERN } from '@conduit/contracts/dashboard/gpt-live';
-import { DetailError } from '../../kernel/detail-errors.js';
+import { DetailError } from '../detail-errors.js';
 
 /** The session route's field bounds (ROUTES.md, GPT-Live). */
 const LIMITS = {

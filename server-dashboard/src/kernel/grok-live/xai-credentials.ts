@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { ProfileScope } from '../../notifier/notifier.js';
-import type { ProfileFiles } from '../../kernel/profile-files.js';
+import type { ProfileFiles } from '../profile-files.js';
 
 /** Which xAI credential a call uses: the SuperGrok sign-in, or the API key. Never the value itself. */
 export type XaiAuth = 'subscription' | 'api_key';

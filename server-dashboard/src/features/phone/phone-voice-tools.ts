@@ -1,32 +1,44 @@
-import { calendarReadArgs, PHONE_LABEL, phoneReadArgs } from '@conduit/contracts/dashboard/phone';
+import { calendarReadArgs, contactsReadArgs, PHONE_LABEL, phoneReadArgs } from '@conduit/contracts/dashboard/phone';
 import type { z } from 'zod';
+// The phone's modules themselves, not its index: the phone feature answers these same reads on its
+// sealed exchange (op "voice") and imports this file, so going through its index would be a cycle.
 import {
-  CALENDAR_TOOL,
-  CALENDAR_TOOL_DESCRIPTION,
-  calendarToolInput,
-  PHONE_SHAPE,
-  PHONE_TOOL,
-  PHONE_TOOL_DESCRIPTION,
   phoneShares,
-  phoneToolInput,
   readCalendar,
+  readContacts,
   readPhone,
   sharesCalendar,
-  sharesStatus,
+  sharesContacts,
+  sharesPhone,
   type PhoneReadContext,
   type PhoneReadResult,
-} from '../phone/index.js';
-import { voiceParameters, type VoiceReadOutcome, type VoiceToolProvider } from './voice-tool-provider.js';
+} from './phone-reads.js';
+import { PHONE_SHAPE } from './phone-store.js';
+import {
+  CALENDAR_TOOL,
+  CALENDAR_VOICE_DESCRIPTION,
+  calendarToolInput,
+  CONTACTS_TOOL,
+  CONTACTS_TOOL_DESCRIPTION,
+  contactsToolInput,
+  PHONE_TOOL,
+  PHONE_VOICE_DESCRIPTION,
+  phoneToolInput,
+} from './phone-tools.js';
+import {
+  voiceParameters,
+  type VoiceReadOutcome,
+  type VoiceToolProvider,
+} from '../../kernel/phone-data/voice-tool-provider.js';
 
 /**
- * conduit_calendar (read actions) and conduit_phone (status) as voice reads with the phone's key (the
- * seed: "join the list with key: "phone""), the same read handlers as the MCP tools with the device
- * fixed to the one whose key sealed the call. The seed's envelope for these is the phone feature's
- * sealed exchange with `op: "voice"` ({v, device_id, kid, call_id, op, nonce, ct}, the tool inside the
- * seal); this host answers the same sealed call on POST /voice-tools/call, whose envelope carries the
- * same fields with `tool` in the clear instead of `op` (bound by the associated data either way), and
- * the same plaintexts ({call_id, tool, args, provider} in, {call_id, result} out). POST /phone/exchange
- * arrives with the pending-changes slice and will route `op: "voice"` here.
+ * conduit_calendar (read actions), conduit_phone (status and alarms) and conduit_contacts (people) as
+ * voice reads with the phone's key (the seed: "join the list with key: "phone""), the same read
+ * handlers as the MCP tools with the device fixed to the one whose key sealed the call, and no write
+ * (adding or setting in a call is the phone's own tool). The seed's envelope for these is the phone
+ * feature's sealed exchange with `op: "voice"` (POST /phone/exchange, which answers with these
+ * providers); POST /voice-tools/call answers the same reads with `tool` in the clear instead of `op`
+ * (bound by the associated data either way) and the same plaintexts.
  */
 
 /**
@@ -68,7 +80,7 @@ function voiceProvider(spec: {
 
 export const calendarVoiceTool = voiceProvider({
   name: CALENDAR_TOOL,
-  description: CALENDAR_TOOL_DESCRIPTION,
+  description: CALENDAR_VOICE_DESCRIPTION,
   input: calendarToolInput,
   args: calendarReadArgs,
   shares: sharesCalendar,
@@ -77,9 +89,21 @@ export const calendarVoiceTool = voiceProvider({
 
 export const phoneVoiceTool = voiceProvider({
   name: PHONE_TOOL,
-  description: PHONE_TOOL_DESCRIPTION,
+  description: PHONE_VOICE_DESCRIPTION,
   input: phoneToolInput,
   args: phoneReadArgs,
-  shares: sharesStatus,
+  shares: sharesPhone,
   read: readPhone,
 });
+
+export const contactsVoiceTool = voiceProvider({
+  name: CONTACTS_TOOL,
+  description: CONTACTS_TOOL_DESCRIPTION,
+  input: contactsToolInput,
+  args: contactsReadArgs,
+  shares: sharesContacts,
+  read: readContacts,
+});
+
+/** The phone's voice reads, in the order they are listed; POST /phone/exchange answers these. */
+export const PHONE_VOICE_TOOLS = [calendarVoiceTool, phoneVoiceTool, contactsVoiceTool] as const;

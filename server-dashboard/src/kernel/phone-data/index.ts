@@ -9,10 +9,10 @@ import {
 import { bindRoute } from '@conduit/contracts/server';
 import { decodeBase64Url, encodeBase64Url } from '../../crypto/base64url.js';
 import { TAG_BYTES } from '../../crypto/symmetric.js';
-import { answerWithDetail, DetailError, readJsonBody } from '../../kernel/detail-errors.js';
-import type { HostFeature } from '../../kernel/feature.js';
-import { profileForRoute } from '../../kernel/profile-files.js';
-import { perMinute } from '../../kernel/rate-window.js';
+import { answerWithDetail, DetailError, readJsonBody } from '../detail-errors.js';
+import type { HostFeature } from '../feature.js';
+import { profileForRoute } from '../profile-files.js';
+import { perMinute } from '../rate-window.js';
 import { batchAad, deviceKeys, openWith } from './sealing.js';
 import { PhoneDataStore, removeStore, type StoreShape } from './store.js';
 

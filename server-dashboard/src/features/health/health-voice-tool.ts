@@ -1,13 +1,13 @@
 import { HEALTH_LABEL, healthReadArgs } from '@conduit/contracts/dashboard/health';
-import { HEALTH_SHAPE, readHealth, type HealthReadResult } from '../health/health-reads.js';
-import { HEALTH_TOOL, HEALTH_TOOL_DESCRIPTION, healthToolInput } from '../health/health-tool.js';
-import { PhoneDataStore } from '../phone-data/store.js';
+import { HEALTH_SHAPE, readHealth, type HealthReadResult } from './health-reads.js';
+import { HEALTH_TOOL, HEALTH_TOOL_DESCRIPTION, healthToolInput } from './health-tool.js';
+import { PhoneDataStore } from '../../kernel/phone-data/store.js';
 import {
   voiceParameters,
   type VoiceReadOutcome,
   type VoiceToolDescription,
   type VoiceToolProvider,
-} from './voice-tool-provider.js';
+} from '../../kernel/phone-data/voice-tool-provider.js';
 
 /**
  * conduit_health as a voice read (the seed: "Conduit offers the voice model conduit_health with

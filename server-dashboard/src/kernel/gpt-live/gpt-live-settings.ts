@@ -1,5 +1,5 @@
 import { GPT_LIVE_VOICE_PATTERN } from '@conduit/contracts/dashboard/gpt-live';
-import { configSection, type ProfileFiles } from '../../kernel/profile-files.js';
+import { configSection, type ProfileFiles } from '../profile-files.js';
 
 /** OpenAI's public API: the API path's default base_url, and the only host the shared keys go to. */
 export const OPENAI_API_BASE_URL = 'https://api.openai.com/v1';

@@ -11,6 +11,10 @@ import Database from 'better-sqlite3';
  * The schema drifts across Hermes versions, so the columns are read with `PRAGMA table_info` on every
  * open: a column this code fills must exist, a column it does not fill must have a default (or allow
  * NULL), and anything else is a store this code cannot write correctly (501, never a guess).
+ *
+ * In the kernel because two features write Conduit's records through it: the voice transcripts routes
+ * (features/voice-sessions) and the Watch's jobs, filed under Voice Jobs (kernel/voice-tags.ts). The
+ * read-only opener every reader uses is kernel/hermes-state-db.ts.
  */
 
 /** The store lacks a table or column a route needs: `This Hermes version can't store voice transcripts`. */

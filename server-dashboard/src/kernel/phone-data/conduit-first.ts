@@ -1,15 +1,22 @@
 import type { ProfileScope } from '../../notifier/notifier.js';
-import { healthShared } from '../health/health-tool.js';
-import { locationShared } from '../location/index.js';
-import { calendarShared, phoneStatusShared } from '../phone/index.js';
 
-/** What a phone shares with a profile, each with the Conduit tool that reads it. */
-const SHARED_DATA: readonly { what: string; tool: string; shared: (home: string) => boolean }[] = [
-  { what: 'health data', tool: 'conduit_health', shared: healthShared },
-  { what: 'location', tool: 'conduit_location', shared: locationShared },
-  { what: 'calendars and reminders', tool: 'conduit_calendar', shared: calendarShared },
-  { what: 'phone status and Focus', tool: 'conduit_phone', shared: phoneStatusShared },
-];
+/**
+ * One kind of data a phone may share with a profile, with the Conduit tool that reads it: a feature
+ * declares these (`HostFeature.sharedData`), and the "Conduit first" line names those that are shared.
+ */
+export interface SharedData {
+  /** How the line names the data (`health data`). */
+  what: string;
+  /** The Conduit tool that reads it (`conduit_health`). */
+  tool: string;
+  /** Whether the phone shares it with the profile at `home`. */
+  shared: (home: string) => boolean;
+}
+
+/** The data the features share, in the order they are registered (and so named in the line). */
+export function sharedDataOf(features: readonly { sharedData?: readonly SharedData[] }[]): readonly SharedData[] {
+  return features.flatMap((feature) => feature.sharedData ?? []);
+}
 
 /** What is shared is looked up at most once a minute per profile (the seed, "Conduit first"). */
 const LOOKUP_EVERY_MS = 60_000;
@@ -19,12 +26,15 @@ const LOOKUP_EVERY_MS = 60_000;
  * the phone shares with this profile and says to use the Conduit tool before other tools, skills or CLIs
  * for the same data. Null when the phone shares nothing (no line at all).
  */
-export function conduitFirstLine(now: () => number): (profile: ProfileScope) => string | null {
+export function conduitFirstLine(
+  now: () => number,
+  sharedData: readonly SharedData[],
+): (profile: ProfileScope) => string | null {
   const cache = new Map<string, { at: number; line: string | null }>();
   return (profile) => {
     const cached = cache.get(profile.home);
     if (cached && now() - cached.at < LOOKUP_EVERY_MS) return cached.line;
-    const shared = SHARED_DATA.filter((entry) => entry.shared(profile.home));
+    const shared = sharedData.filter((entry) => entry.shared(profile.home));
     const line =
       shared.length === 0
         ? null

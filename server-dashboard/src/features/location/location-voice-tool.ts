@@ -1,13 +1,13 @@
 import { LOCATION_LABEL } from '@conduit/contracts/dashboard/location';
+import { LOCATION_SHAPE } from './location-store.js';
+import { LOCATION_TOOL } from './location-tool.js';
 import {
-  LOCATION_SHAPE,
-  LOCATION_TOOL,
   LOCATION_VOICE_DESCRIPTION,
   locationVoiceAvailable,
   locationVoiceInput,
   locationVoiceRead,
-} from '../location/index.js';
-import { voiceParameters, type VoiceToolProvider } from './voice-tool-provider.js';
+} from './location-voice.js';
+import { voiceParameters, type VoiceToolProvider } from '../../kernel/phone-data/voice-tool-provider.js';
 
 /**
  * conduit_location as a voice read (the seed, Location's voice reads): now, places, history and

@@ -1,5 +1,5 @@
-import type { Timers } from '../../kernel/timers.js';
-import { readAtMost, UpstreamTimeout, UpstreamUnreachable } from '../../kernel/upstream-http.js';
+import type { Timers } from '../timers.js';
+import { readAtMost, UpstreamTimeout, UpstreamUnreachable } from '../upstream-http.js';
 
 /** One SDP offer sent to OpenAI: where, with which headers (the credential), and its bounds. */
 export interface OfferRequest {
