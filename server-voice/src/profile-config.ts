@@ -6,8 +6,9 @@ import { parse as parseYaml } from 'yaml';
  * The Hermes profile's `config.yaml` (SURFACES.md §4: `$HERMES_HOME/config.yaml`, `~/.hermes/config.yaml` for
  * the default profile), read for the few keys the gateway honours as a native Hermes platform would:
  * `display.platforms.realtime.streaming`, `streaming.enabled`, `tts.streaming.completion_timeout` and
- * `platforms.realtime.enabled`. Parsed as YAML 1.1, as Hermes' PyYAML reads it (`yes`/`off` are booleans);
- * lists are not read (a key inside one is simply not found, and the gateway uses its default), and a file
+ * `platforms.realtime.enabled` (and Conference mode's `platform_toolsets.livekit`). Parsed as YAML 1.1, as Hermes' PyYAML reads it (`yes`/`off` are booleans);
+ * `get` does not read lists (a key inside one is simply not found, and the gateway uses its default; `list` reads
+ * a list of scalars such as `platform_toolsets.livekit`), and a file
  * that is not valid YAML is read as empty.
  */
 export interface ProfileConfig {
@@ -15,6 +16,11 @@ export interface ProfileConfig {
   readonly file: string;
   /** The value at a dotted path (`tts.streaming.completion_timeout`), or undefined when the file has none. */
   get(keyPath: string): ProfileValue | undefined;
+  /**
+   * The list at a dotted path (`platform_toolsets.livekit`) as its scalar entries (nested collections are left
+   * out), or undefined when the path holds no list.
+   */
+  list(keyPath: string): ProfileScalar[] | undefined;
 }
 
 /** A scalar as YAML 1.1 (PyYAML) reads it; `null` also stands for a skipped collection or block scalar. */
@@ -59,6 +65,18 @@ export function profileConfigFromText(text: string, file: string): ProfileConfig
   const root = toProfileValue(doc);
   return {
     file,
+    list(keyPath) {
+      let value: unknown = doc;
+      for (const key of keyPath.split('.')) {
+        if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+        value = Object.hasOwn(value, key) ? (value as Record<string, unknown>)[key] : undefined;
+      }
+      if (!Array.isArray(value)) return undefined;
+      return value.filter(
+        (entry): entry is ProfileScalar =>
+          entry === null || typeof entry === 'string' || typeof entry === 'number' || typeof entry === 'boolean',
+      );
+    },
     get(keyPath) {
       let value: ProfileValue | undefined = root;
       for (const key of keyPath.split('.')) {

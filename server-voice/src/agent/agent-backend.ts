@@ -16,6 +16,14 @@ export interface AgentTurn {
   signal: AbortSignal;
   /** Runs a client function tool; resolves with its output string (the client answered). */
   callTool: (name: string, args: string) => Promise<string>;
+  /** Images attached to this user message (Conference camera frames), for backends that take them. */
+  images?: readonly TurnImage[];
+}
+
+/** An image attached to a user turn. */
+export interface TurnImage {
+  mimeType: 'image/jpeg';
+  data: Buffer;
 }
 
 /** A native Hermes slash command to run in the call's conversation (slash-command.ts). */

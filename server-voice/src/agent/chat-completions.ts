@@ -13,8 +13,12 @@ import { AgentError } from './agent-backend.js';
 
 export type ChatMessage =
   | { role: 'system' | 'user'; content: string }
+  /** A user message with attached images (only while its own turn runs; history keeps the text). */
+  | { role: 'user'; content: ChatContentPart[] }
   | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
   | { role: 'tool'; tool_call_id: string; content: string };
+
+type ChatContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
 
 interface ToolCall {
   id: string;
@@ -80,7 +84,37 @@ export async function* chatCompletionsTurn(
   turn: AgentTurn,
   history: ChatMessage[],
 ): AsyncGenerator<AgentEvent, string, void> {
-  history.push({ role: 'user', content: turn.text });
+  const images = turn.images ?? [];
+  const userMessage: ChatMessage =
+    images.length > 0
+      ? {
+          role: 'user',
+          content: [
+            { type: 'text', text: turn.text },
+            ...images.map((image) => ({
+              type: 'image_url' as const,
+              image_url: { url: `data:${image.mimeType};base64,${image.data.toString('base64')}` },
+            })),
+          ],
+        }
+      : { role: 'user', content: turn.text };
+  history.push(userMessage);
+  try {
+    return yield* turnRounds(route, turn, history);
+  } finally {
+    // Images go with their own turn only: the remembered message keeps the words.
+    if (images.length > 0) {
+      const index = history.indexOf(userMessage);
+      if (index >= 0) history[index] = { role: 'user', content: turn.text };
+    }
+  }
+}
+
+async function* turnRounds(
+  route: ChatCompletionsRoute,
+  turn: AgentTurn,
+  history: ChatMessage[],
+): AsyncGenerator<AgentEvent, string, void> {
   let reply = '';
   for (let round = 0; round <= MAX_TOOL_ROUNDS; round += 1) {
     const calls = new Map<number, ToolCall>();

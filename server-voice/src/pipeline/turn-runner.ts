@@ -1,5 +1,11 @@
 import type { SessionTool, ToolChoice } from '@conduit/contracts/voice/events';
-import { AgentError, CommandError, type AgentBackend, type AgentEvent } from '../agent/agent-backend.js';
+import {
+  AgentError,
+  CommandError,
+  type AgentBackend,
+  type AgentEvent,
+  type TurnImage,
+} from '../agent/agent-backend.js';
 import type { SlashCommand } from '../agent/slash-command.js';
 import type { OutboundAudio } from '../media/paced-output.js';
 import { realTimer, type RealtimeProtocol, type SetTimer } from '../protocol/realtime-protocol.js';
@@ -22,6 +28,8 @@ export interface TurnRunnerOptions {
   onSpeaking: (speaking: boolean) => void;
   /** Waits `ms` (injected so tests do not sleep). */
   delay: (ms: number) => Promise<void>;
+  /** Capture stays paused this long after playout drained (direct 750 ms; LiveKit 300 ms after its playout wait). */
+  echoGuardMs?: number;
   log: (event: string, fields: Record<string, unknown>) => void;
   /**
    * Latency tracing: called with `agent_first_text`, `first_clause`, `tts_first_chunk` and `first_frame_queued`
@@ -40,13 +48,25 @@ export interface TurnRunnerOptions {
   replyCompletionTimeoutMs?: number;
   /** Timers (injected so tests fire the completion timeout by hand). */
   setTimer?: SetTimer;
+  /**
+   * Tools the transport offers besides the session's client tools (Conference remote tools, called by native
+   * RPC inside the same response). They follow the session's `tool_choice` like the client tools.
+   */
+  transportTools?: TransportTools;
+}
+
+/** Tools a transport runs itself (no function-call items go to the client). */
+export interface TransportTools {
+  list(): SessionTool[];
+  has(name: string): boolean;
+  call(name: string, args: string, signal: AbortSignal): Promise<string>;
 }
 
 /** The reply completion timeout when none is given: Hermes' `tts.streaming.completion_timeout` default. */
 const DEFAULT_REPLY_COMPLETION_TIMEOUT_MS = 120_000;
 
 /** What a turn answers: the user's words, or a native Hermes command. */
-type TurnInput = { text: string } | { command: SlashCommand };
+type TurnInput = { text: string; images?: readonly TurnImage[] } | { command: SlashCommand };
 
 export type TurnStage = 'agent_first_text' | 'first_clause' | 'tts_first_chunk' | 'first_frame_queued';
 
@@ -82,8 +102,8 @@ export class TurnRunner {
   }
 
   /** Starts a turn for an already opened response. Never throws; failures become `response.done` failed. */
-  start(responseId: string, text: string): void {
-    this.begin(responseId, { text });
+  start(responseId: string, text: string, images?: readonly TurnImage[]): void {
+    this.begin(responseId, images && images.length > 0 ? { text, images } : { text });
   }
 
   /**
@@ -199,7 +219,13 @@ export class TurnRunner {
       spokenSource += delta;
       for (const clause of splitter.push(delta)) speak(clause);
     };
+    const transportTools = this.options.transportTools;
     const callTool = async (name: string, args: string): Promise<string> => {
+      if (transportTools?.has(name)) {
+        const offered = toolsForChoice(transportTools.list(), protocol.currentToolChoice).some((t) => t.name === name);
+        if (!offered) return JSON.stringify({ error: `tool ${name} is not available in this session` });
+        return transportTools.call(name, args, signal);
+      }
       const allowed = toolsForChoice(protocol.sessionTools, protocol.currentToolChoice).some((t) => t.name === name);
       if (!allowed) return JSON.stringify({ error: `tool ${name} is not available in this session` });
       // The spoken part before the call finishes first; the call then completes this response.
@@ -227,10 +253,14 @@ export class TurnRunner {
               sessionKey: this.options.sessionKey,
               text: input.text,
               instructions: protocol.currentInstructions,
-              tools: toolsForChoice(protocol.sessionTools, protocol.currentToolChoice),
+              tools: toolsForChoice(
+                [...protocol.sessionTools, ...(transportTools?.list() ?? [])],
+                protocol.currentToolChoice,
+              ),
               toolChoice: protocol.currentToolChoice,
               signal,
               callTool,
+              ...(input.images ? { images: input.images } : {}),
             });
       let finalText: string;
       for (;;) {
@@ -307,7 +337,7 @@ export class TurnRunner {
     await this.options.output.drained();
     if (turn.controller.signal.aborted) return;
     this.options.protocol.audioStopped(responseId);
-    await this.options.delay(ECHO_GUARD_MS);
+    await this.options.delay(this.options.echoGuardMs ?? ECHO_GUARD_MS);
     if (!turn.controller.signal.aborted) this.options.onSpeaking(false);
   }
 }

@@ -666,11 +666,14 @@ export class RealtimeProtocol {
     return itemId;
   }
 
-  /** VAD endpoint: closes the open input item and returns it (null when none was open). */
-  speechStopped(atMs: number = this.options.nowMs()): string | null {
-    const itemId = this.openInputItem;
+  /**
+   * VAD endpoint: closes the open input item and returns it (null when none was open). A transport with
+   * several speakers (Conference) names the speaker's own item: overlapping speech keeps one item each.
+   */
+  speechStopped(atMs: number = this.options.nowMs(), item: string | null = this.openInputItem): string | null {
+    const itemId = item;
     if (!itemId) return null;
-    this.openInputItem = null;
+    if (this.openInputItem === itemId) this.openInputItem = null;
     this.publish(
       { type: 'input_audio_buffer.speech_stopped', audio_end_ms: this.audioMs(atMs), item_id: itemId },
       null,
@@ -679,8 +682,8 @@ export class RealtimeProtocol {
   }
 
   /** Capture passed two minutes: the utterance was dropped; tell the speaker. */
-  inputAudioOverflow(identity: string): void {
-    this.speechStopped();
+  inputAudioOverflow(identity: string, item: string | null = this.openInputItem): void {
+    this.speechStopped(this.options.nowMs(), item);
     this.error(identity, 'input_audio_too_long', 'Speech exceeded two minutes. Please pause and try again.');
   }
 

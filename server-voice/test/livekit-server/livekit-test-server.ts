@@ -1,7 +1,14 @@
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { DisconnectReason, LeaveRequest, LeaveRequest_Action, SignalResponse } from '@livekit/protocol';
+import {
+  DisconnectReason,
+  LeaveRequest,
+  LeaveRequest_Action,
+  ListParticipantsRequest,
+  ListParticipantsResponse,
+  SignalResponse,
+} from '@livekit/protocol';
 import { TokenVerifier, type ClaimGrants } from 'livekit-server-sdk';
 import { WebSocketServer } from 'ws';
 import { ParticipantSession, type JoinGrant, type SignalTraceEntry } from './participant-session.js';
@@ -60,6 +67,29 @@ function joinGrant(claims: ClaimGrants, url: URL): { room: string; grant: JoinGr
   };
 }
 
+/** The room a verified RoomService token may administer (`roomAdmin` for that room), or null. */
+async function adminRoom(verifier: TokenVerifier, request: IncomingMessage): Promise<string | null> {
+  const header = request.headers.authorization;
+  if (!header?.startsWith('Bearer ')) return null;
+  try {
+    const claims = await verifier.verify(header.slice('Bearer '.length));
+    return claims.video?.roomAdmin && claims.video.room ? claims.video.room : null;
+  } catch {
+    return null;
+  }
+}
+
+function twirpError(response: ServerResponse, status: number, code: string, msg: string): void {
+  response.writeHead(status, { 'content-type': 'application/json' });
+  response.end(JSON.stringify({ code, msg }));
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }
@@ -94,8 +124,41 @@ export async function startLiveKitTestServer(options: LiveKitTestServerOptions):
       });
       return;
     }
+    // RoomService over Twirp (JSON), as livekit-server-sdk's RoomServiceClient calls it: ListParticipants only.
+    if (request.method === 'POST' && url.pathname === '/twirp/livekit.RoomService/ListParticipants') {
+      void listParticipants(request, response);
+      return;
+    }
     response.writeHead(404).end();
   });
+  const listParticipants = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const allowed = await adminRoom(verifier, request);
+    let asked: ListParticipantsRequest;
+    try {
+      asked = ListParticipantsRequest.fromJsonString(await readBody(request));
+    } catch {
+      twirpError(response, 400, 'malformed', 'invalid request body');
+      return;
+    }
+    record({
+      atMs: Date.now(),
+      identity: '(room service)',
+      direction: 'in',
+      message: `ListParticipants ${asked.room}`,
+    });
+    if (!allowed || allowed !== asked.room) {
+      twirpError(response, 401, 'unauthenticated', 'permissions denied');
+      return;
+    }
+    // LiveKit answers not_found for a room nobody is in (it only exists while occupied or just created).
+    const room = rooms.get(asked.room);
+    if (!room || room.isEmpty) {
+      twirpError(response, 404, 'not_found', 'requested room does not exist');
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(new ListParticipantsResponse({ participants: room.participants() }).toJsonString());
+  };
   const sockets = new WebSocketServer({ noServer: true });
 
   http.on('upgrade', (request, socket, head) => {

@@ -69,7 +69,7 @@ export class ParticipantSession implements RoomMember {
   private readonly subscriber: SubscriberPeer;
   /** Tracks announced by AddTrackRequest, by the SDK's local id (`cid`), waiting for or matched to media. */
   private readonly tracksByCid = new Map<string, TrackInfo>();
-  private readonly mediaByCid = new Map<string, MediaStreamTrack>();
+  private readonly mediaByCid = new Map<string, PublishedMedia>();
   private readonly published = new Set<string>();
   private readonly queued: Record<DataChannelKind, Uint8Array[]> = { reliable: [], lossy: [] };
   private chain: Promise<void> = Promise.resolve();
@@ -162,6 +162,10 @@ export class ParticipantSession implements RoomMember {
     return this.subscriber.forwardAudio(streamId);
   }
 
+  forwardMedia(kind: 'audio' | 'video', streamId: string, onKeyframeRequest: () => void): MediaStreamTrack {
+    return this.subscriber.forward(kind, streamId, onKeyframeRequest);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -249,7 +253,9 @@ export class ParticipantSession implements RoomMember {
       disableDtx: request.disableDtx,
       disableRed: request.disableRed,
       stream: request.stream,
-      mimeType: request.type === TrackType.AUDIO ? 'audio/opus' : '',
+      mimeType: request.type === TrackType.AUDIO ? 'audio/opus' : request.type === TrackType.VIDEO ? 'video/vp8' : '',
+      width: request.width,
+      height: request.height,
     });
     this.tracksByCid.set(request.cid, track);
     this.send({ case: 'trackPublished', value: new TrackPublishedResponse({ cid: request.cid, track }) });
@@ -261,7 +267,7 @@ export class ParticipantSession implements RoomMember {
   }
 
   private mediaArrived(media: PublishedMedia): void {
-    this.mediaByCid.set(media.cid, media.track);
+    this.mediaByCid.set(media.cid, media);
     this.startForwarding(media.cid);
   }
 
@@ -271,7 +277,9 @@ export class ParticipantSession implements RoomMember {
     const media = this.mediaByCid.get(cid);
     if (!track || !media || this.published.has(cid)) return;
     this.published.add(cid);
-    this.room.publishAudio(this, track.sid, media);
+    if (track.type === TrackType.VIDEO)
+      this.room.publishMedia(this, track.sid, media.track, 'video', media.requestKeyframe);
+    else this.room.publishAudio(this, track.sid, media.track);
   }
 
   private send(message: SignalResponse['message']): void {

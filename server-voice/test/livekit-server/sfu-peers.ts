@@ -1,4 +1,11 @@
-import { MediaStream, MediaStreamTrack, RTCPeerConnection, type RTCDataChannel, type RTCTrackEvent } from 'werift';
+import {
+  MediaStream,
+  MediaStreamTrack,
+  RTCPeerConnection,
+  RTCRtpCodecParameters,
+  type RTCDataChannel,
+  type RTCTrackEvent,
+} from 'werift';
 import { continueAfterHandshakeRecords, peerConfig } from '../../src/media/call-peer.js';
 
 /** LiveKit's data channel labels; the SDK picks the subscriber's channels by these names. */
@@ -34,7 +41,21 @@ export function parseCandidateInit(json: string): CandidateInit | null {
 function newPeerConnection(): RTCPeerConnection {
   // No loopback-only pairing: libwebrtc in the SDK gathers no loopback candidates (only the machine's
   // interface addresses), so a machine with nothing but `lo` cannot run these tests.
-  return new RTCPeerConnection(peerConfig({ iceServers: [], loopbackCandidate: true }));
+  const config = peerConfig({ iceServers: [], loopbackCandidate: true });
+  return new RTCPeerConnection({
+    ...config,
+    // Cameras as the SDK publishes them without simulcast: VP8, with the keyframe requests it answers.
+    codecs: {
+      ...config.codecs,
+      video: [
+        new RTCRtpCodecParameters({
+          mimeType: 'video/VP8',
+          clockRate: 90_000,
+          rtcpFeedback: [{ type: 'nack' }, { type: 'nack', parameter: 'pli' }, { type: 'ccm', parameter: 'fir' }],
+        }),
+      ],
+    },
+  });
 }
 
 /**
@@ -65,6 +86,13 @@ function hasCandidates(sdp: string): boolean {
 export interface PublishedMedia {
   cid: string;
   track: MediaStreamTrack;
+  /** Asks the publisher for a keyframe (a video subscriber's decoder needs one to start). */
+  requestKeyframe: () => void;
+}
+
+/** RTCP payload-specific feedback (206) asking for a keyframe: PLI (FMT 1) or FIR (FMT 4). */
+function isKeyframeRequest(rtcp: { type: number; feedback?: { count?: number } }): boolean {
+  return rtcp.type === 206 && (rtcp.feedback?.count === 1 || rtcp.feedback?.count === 4);
 }
 
 /**
@@ -86,8 +114,16 @@ export class PublisherPeer {
     // Subscribed before any remote description is applied: werift reports remote tracks while applying it.
     this.pc.ontrack = (event: RTCTrackEvent) => {
       const cid = event.transceiver.receiver.remoteTrackId;
-      if (event.track.kind !== 'audio' || !cid) return;
-      handlers.onMedia({ cid, track: event.track });
+      if ((event.track.kind !== 'audio' && event.track.kind !== 'video') || !cid) return;
+      const { receiver } = event.transceiver;
+      const track = event.track;
+      handlers.onMedia({
+        cid,
+        track,
+        requestKeyframe: () => {
+          if (track.ssrc !== undefined) void receiver.sendRtcpPLI(track.ssrc).catch(() => undefined);
+        },
+      });
     };
   }
 
@@ -149,8 +185,22 @@ export class SubscriberPeer {
    * the msid stream id, `participantSid|trackSid`.
    */
   forwardAudio(streamId: string): MediaStreamTrack {
-    const track = new MediaStreamTrack({ kind: 'audio' });
-    this.pc.addTransceiver(track, { direction: 'sendonly', streams: [new MediaStream({ id: streamId })] });
+    return this.forward('audio', streamId, () => undefined);
+  }
+
+  /**
+   * Adds a send-only section of either kind; the subscriber's keyframe requests (PLI/FIR) on it reach
+   * `onKeyframeRequest`, which relays them to the publisher.
+   */
+  forward(kind: 'audio' | 'video', streamId: string, onKeyframeRequest: () => void): MediaStreamTrack {
+    const track = new MediaStreamTrack({ kind });
+    const transceiver = this.pc.addTransceiver(track, {
+      direction: 'sendonly',
+      streams: [new MediaStream({ id: streamId })],
+    });
+    transceiver.sender.onRtcp.subscribe((rtcp) => {
+      if (isKeyframeRequest(rtcp as { type: number; feedback?: { count?: number } })) onKeyframeRequest();
+    });
     this.negotiate();
     return track;
   }

@@ -17,11 +17,15 @@ export interface RoomMember {
   deliverData(kind: DataChannelKind, packet: Uint8Array): void;
   /** Opens a send-only audio section on the member's subscriber PeerConnection for a forwarded track. */
   forwardAudio(streamId: string): MediaStreamTrack;
+  /** Opens a send-only section of either kind; keyframe requests on it call `onKeyframeRequest`. */
+  forwardMedia(kind: 'audio' | 'video', streamId: string, onKeyframeRequest: () => void): MediaStreamTrack;
 }
 
 interface PublishedTrack {
   publisher: RoomMember;
   trackSid: string;
+  kind: 'audio' | 'video';
+  requestKeyframe: () => void;
   /** Each subscriber's copy of the track, written with every RTP packet the publisher sends. */
   forwards: Map<RoomMember, MediaStreamTrack>;
 }
@@ -52,6 +56,11 @@ export class TestRoom {
       creationTimeMs: BigInt(this.createdAtMs),
       numParticipants: this.members.size,
     });
+  }
+
+  /** Every member's info (RoomService ListParticipants). */
+  participants(): ParticipantInfo[] {
+    return [...this.members.values()].map((member) => member.info);
   }
 
   /** The other members' info, for the newcomer's JoinResponse. */
@@ -88,7 +97,18 @@ export class TestRoom {
    * known: the TrackInfo (from AddTrackRequest) and the media (from the publisher PeerConnection).
    */
   publishAudio(publisher: RoomMember, trackSid: string, media: MediaStreamTrack): void {
-    const track: PublishedTrack = { publisher, trackSid, forwards: new Map() };
+    this.publishMedia(publisher, trackSid, media, 'audio', () => undefined);
+  }
+
+  /** Starts forwarding a published track of either kind (video: keyframe requests go back to the publisher). */
+  publishMedia(
+    publisher: RoomMember,
+    trackSid: string,
+    media: MediaStreamTrack,
+    kind: 'audio' | 'video',
+    requestKeyframe: () => void,
+  ): void {
+    const track: PublishedTrack = { publisher, trackSid, kind, requestKeyframe, forwards: new Map() };
     this.tracks.push(track);
     media.onReceiveRtp.subscribe((packet: RtpPacket) => {
       for (const forward of track.forwards.values()) forward.writeRtp(packet.clone());
@@ -98,7 +118,15 @@ export class TestRoom {
 
   private forwardTo(track: PublishedTrack, member: RoomMember): void {
     if (member === track.publisher) return;
-    track.forwards.set(member, member.forwardAudio(`${track.publisher.info.sid}|${track.trackSid}`));
+    const streamId = `${track.publisher.info.sid}|${track.trackSid}`;
+    track.forwards.set(
+      member,
+      track.kind === 'audio'
+        ? member.forwardAudio(streamId)
+        : member.forwardMedia('video', streamId, track.requestKeyframe),
+    );
+    // A new video subscriber cannot decode until the next keyframe: ask for one now.
+    if (track.kind === 'video') track.requestKeyframe();
   }
 
   /**
