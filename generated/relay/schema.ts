@@ -637,6 +637,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
+                    };
+                };
+            };
         };
     };
     respondDecisionLegacy: {
@@ -782,6 +794,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
+                    };
+                };
+            };
         };
     };
     releaseDecision: {
@@ -876,6 +900,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
                     };
                 };
             };
@@ -1021,6 +1057,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
                     };
                 };
             };
@@ -1208,6 +1256,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
+                    };
+                };
+            };
         };
     };
     revokeCurrentGateway: {
@@ -1283,6 +1343,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
                     };
                 };
             };
@@ -1410,6 +1482,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
                     };
                 };
             };
@@ -1561,6 +1645,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
+                    };
+                };
+            };
         };
     };
     deleteInstallation: {
@@ -1650,6 +1746,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
                     };
                 };
             };
@@ -1769,6 +1877,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
+                    };
+                };
+            };
         };
     };
     registerLiveActivity: {
@@ -1885,7 +2005,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The relay holds its maximum of registrations. */
+            /** @description The relay holds its maximum of registrations (live_activity_capacity). Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1893,7 +2013,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "live_activity_capacity";
+                        error: "live_activity_capacity" | "shared_state_unavailable";
                     };
                 };
             };
@@ -1986,6 +2106,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
                     };
                 };
             };
@@ -2098,6 +2230,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
+                    };
+                };
+            };
         };
     };
     mintMapsToken: {
@@ -2206,6 +2350,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
+                    };
+                };
+            };
         };
     };
     getMeta: {
@@ -2285,6 +2441,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
                     };
                 };
             };
@@ -2395,6 +2563,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
+                    };
+                };
+            };
         };
     };
     fetchRingSession: {
@@ -2486,6 +2666,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
                     };
                 };
             };
@@ -2590,6 +2782,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
                     };
                 };
             };
@@ -2721,6 +2925,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
+                    };
+                };
+            };
         };
     };
     watchAudioHost: {
@@ -2846,7 +3062,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Too many audio bridges. */
+            /** @description Too many audio bridges (watch_audio_capacity). Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2854,7 +3070,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "watch_audio_capacity";
+                        error: "watch_audio_capacity" | "shared_state_unavailable";
                     };
                 };
             };
@@ -2983,6 +3199,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
+                    };
+                };
+            };
         };
     };
     createWatchGrant: {
@@ -3089,7 +3317,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The relay holds its maximum of grants. */
+            /** @description The relay holds its maximum of grants (watch_grant_capacity). Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3097,7 +3325,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "watch_grant_capacity";
+                        error: "watch_grant_capacity" | "shared_state_unavailable";
                     };
                 };
             };
@@ -3167,6 +3395,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
                     };
                 };
             };
@@ -3273,6 +3513,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
                     };
                 };
             };
@@ -3420,7 +3672,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The host has not polled for 40 s. */
+            /** @description The host has not polled for 40 s, or the replica holding the grant went away (host_offline). Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3428,7 +3680,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "host_offline";
+                        error: "host_offline" | "shared_state_unavailable";
                     };
                 };
             };
@@ -3572,6 +3824,18 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "shared_state_unavailable";
                     };
                 };
             };

@@ -7,6 +7,7 @@ import {
   lenient,
   malformedId,
   rateLimited,
+  sharedStateUnavailable,
   tooLarge,
   unauthorized,
   unreadBodyTooLarge,
@@ -41,6 +42,7 @@ const respondResponses = {
   410: { description: 'The host released the decision.', schema: errorOf(['decision_released']) },
   413: tooLarge,
   429: rateLimited,
+  503: sharedStateUnavailable,
   ...beforeTheRoute,
 } as const;
 
@@ -97,6 +99,7 @@ export const pollDecision = defineRoute({
     401: unauthorized,
     404: malformedId,
     429: rateLimited,
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });
@@ -122,6 +125,7 @@ export const releaseDecision = defineRoute({
     },
     413: unreadBodyTooLarge,
     429: rateLimited,
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });

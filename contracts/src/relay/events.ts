@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { e2eClarifyRouting, e2eEnvelope } from '../crypto/e2e.js';
 import { defineRoute } from '../route.js';
-import { beforeTheRoute, errorOf, lenient, tooLarge, unauthorized } from './shared.js';
+import { beforeTheRoute, errorOf, lenient, sharedStateUnavailable, tooLarge, unauthorized } from './shared.js';
 
 /**
  * The event types a host may post: the reference's (API.md §1.1, in its order), then the two this
@@ -266,6 +266,7 @@ export const postEvent = defineRoute({
         status: z.number().int().optional(),
       }),
     },
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });

@@ -8,6 +8,7 @@ import {
   lenient,
   malformedId,
   rateLimited,
+  sharedStateUnavailable,
   tooLarge,
   unauthorized,
   unreadBodyTooLarge,
@@ -95,6 +96,7 @@ export const registerInstallation = defineRoute({
       description: 'Per-IP limit, installation capacity, or the registration budget.',
       schema: errorOf(['rate_limited', 'installation_limit_reached']),
     },
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });
@@ -127,6 +129,7 @@ export const updateInstallation = defineRoute({
     404: malformedId,
     413: tooLarge,
     429: rateLimited,
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });
@@ -146,6 +149,7 @@ export const deleteInstallation = defineRoute({
     404: malformedId,
     413: unreadBodyTooLarge,
     429: rateLimited,
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });

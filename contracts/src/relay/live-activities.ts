@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
-import { beforeTheRoute, unreadBodyTooLarge } from './shared.js';
+import {
+  beforeTheRoute,
+  SHARED_STATE_UNAVAILABLE,
+  sharedStateUnavailable,
+  sharedStateUnavailableDescription,
+  unreadBodyTooLarge,
+} from './shared.js';
 
 /**
  * Lock Screen progress (Live Activities). iOS renders these payloads itself, so they cannot be sealed
@@ -80,8 +86,8 @@ export const registerLiveActivity = defineRoute({
     413: { description: 'Body over 32,768 characters.', schema: errorBody(['payload_too_large']) },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
     503: {
-      description: 'The relay holds its maximum of registrations.',
-      schema: errorBody(['live_activity_capacity']),
+      description: `The relay holds its maximum of registrations (live_activity_capacity). ${sharedStateUnavailableDescription}`,
+      schema: errorBody(['live_activity_capacity', SHARED_STATE_UNAVAILABLE]),
     },
     ...beforeTheRoute,
   },
@@ -104,6 +110,7 @@ export const removeLiveActivity = defineRoute({
     404: { description: 'Token of the wrong shape.', schema: errorBody(['not_found']) },
     413: unreadBodyTooLarge,
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });
@@ -150,6 +157,7 @@ export const reportLiveActivityProgress = defineRoute({
     401: { description: 'Unknown or revoked gateway credential.', schema: errorBody(['unauthorized']) },
     413: { description: 'Body over 32,768 characters.', schema: errorBody(['payload_too_large']) },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });

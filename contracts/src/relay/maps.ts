@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
-import { beforeTheRoute, unreadBodyTooLarge } from './shared.js';
+import { beforeTheRoute, sharedStateUnavailable, unreadBodyTooLarge } from './shared.js';
 
 /** Route M-1: a paired host gets the relay's shared, short-lived Apple Maps Server API access token. */
 export const mintMapsToken = defineRoute({
@@ -32,6 +32,7 @@ export const mintMapsToken = defineRoute({
       schema: errorBody(['rate_limited', 'maps_token_limit']),
     },
     502: { description: "Apple's token endpoint failed or refused the key.", schema: errorBody(['maps_unreachable']) },
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });

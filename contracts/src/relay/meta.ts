@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
-import { beforeTheRoute, rateLimited, unauthorized } from './shared.js';
+import { beforeTheRoute, rateLimited, sharedStateUnavailable, unauthorized } from './shared.js';
 
 /** Route 15: what this relay can do, and the phone's paired hosts. */
 export const getMeta = defineRoute({
@@ -31,6 +31,7 @@ export const getMeta = defineRoute({
     },
     401: unauthorized,
     429: rateLimited,
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });

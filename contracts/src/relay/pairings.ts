@@ -6,6 +6,7 @@ import {
   installationIdParam,
   malformedId,
   rateLimited,
+  sharedStateUnavailable,
   tooLarge,
   unauthorized,
   unreadBodyTooLarge,
@@ -46,6 +47,7 @@ export const createPairing = defineRoute({
     404: malformedId,
     413: tooLarge,
     429: rateLimited,
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });
@@ -84,6 +86,7 @@ export const claimPairing = defineRoute({
       description: 'Per-IP limit, the device-change budget, or the installation has 64 gateways.',
       schema: errorOf(['rate_limited', 'gateway_limit_reached']),
     },
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });
@@ -101,6 +104,7 @@ export const revokeCurrentGateway = defineRoute({
     401: unauthorized,
     413: unreadBodyTooLarge,
     429: rateLimited,
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });

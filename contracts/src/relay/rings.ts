@@ -1,6 +1,15 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.js';
-import { beforeTheRoute, errorOf, firstQueryValue, lenient, rateLimited, tooLarge, unauthorized } from './shared.js';
+import {
+  beforeTheRoute,
+  errorOf,
+  firstQueryValue,
+  lenient,
+  rateLimited,
+  sharedStateUnavailable,
+  tooLarge,
+  unauthorized,
+} from './shared.js';
 
 const unknownRing = {
   description: 'Unknown ring or wrong token (indistinguishable), or a ring id of the wrong shape.',
@@ -45,6 +54,7 @@ export const settleRing = defineRoute({
     },
     413: tooLarge,
     429: rateLimited,
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });
@@ -67,6 +77,7 @@ export const storeRingSession = defineRoute({
     404: unknownRing,
     409: { description: 'The ring was not answered on the Watch.', schema: errorOf(['not_answered_on_watch']) },
     413: tooLarge,
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });
@@ -92,6 +103,7 @@ export const fetchRingSession = defineRoute({
       description: 'Not answered on the Watch, or two fetches already wait.',
       schema: errorOf(['not_answered_on_watch', 'busy']),
     },
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });

@@ -12,7 +12,12 @@ import { z } from 'zod';
  * of another shape is dropped, as if absent; the relay then cleans the rest (trim, length cuts).
  */
 export function lenient<S extends z.ZodType>(schema: S) {
-  return z.preprocess((value) => (schema.safeParse(value).success ? value : undefined), schema.optional());
+  // An absent field stays absent without a trial parse: a failed safeParse builds its issues and error,
+  // and most lenient fields are absent from most events (a tenth of the relay's allocation per event).
+  return z.preprocess(
+    (value) => (value !== undefined && schema.safeParse(value).success ? value : undefined),
+    schema.optional(),
+  );
 }
 
 // eslint-disable-next-line no-control-regex -- the reference replaces exactly U+0000–U+001F
@@ -73,6 +78,20 @@ export const beforeTheRoute = {
   },
   431: { description: 'A header block over 16 KB; the connection is closed.', schema: errorOf(['headers_too_large']) },
 } as const;
+
+/**
+ * Several replicas (REDIS_URL) only: Redis, where the replicas keep what they share (event ids, rate
+ * windows, rings, where a Watch grant lives), did not answer within a second. Nothing was done; the
+ * answer carries `Retry-After: 1`, and the same request succeeds once Redis answers again. One process
+ * never answers it.
+ */
+export const SHARED_STATE_UNAVAILABLE = 'shared_state_unavailable';
+export const sharedStateUnavailableDescription =
+  'Several replicas only (REDIS_URL): the shared state (Redis) did not answer; nothing was done. Retry-After: 1.';
+export const sharedStateUnavailable = {
+  description: sharedStateUnavailableDescription,
+  schema: errorOf([SHARED_STATE_UNAVAILABLE]),
+};
 
 /** A path id that does not match its pattern is an unknown route to the reference: 404 not_found. */
 export const malformedId = { description: 'A path id of the wrong shape.', schema: errorOf(['not_found']) };

@@ -1,5 +1,10 @@
 import { defineRoute, errorBody } from '../route.js';
-import { beforeTheRoute } from './shared.js';
+import {
+  beforeTheRoute,
+  SHARED_STATE_UNAVAILABLE,
+  sharedStateUnavailable,
+  sharedStateUnavailableDescription,
+} from './shared.js';
 import { grantClosedBody, grantIdParam } from './watch-tools.js';
 
 const upgradeHeaders = {
@@ -32,7 +37,10 @@ export const watchAudioHost = defineRoute({
     403: { description: 'The grant was opened without audio.', schema: errorBody(['audio_not_granted']) },
     410: { description: 'The grant closed, or is not this gateway’s.', schema: grantClosedBody },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
-    503: { description: 'Too many audio bridges.', schema: errorBody(['watch_audio_capacity']) },
+    503: {
+      description: `Too many audio bridges (watch_audio_capacity). ${sharedStateUnavailableDescription}`,
+      schema: errorBody(['watch_audio_capacity', SHARED_STATE_UNAVAILABLE]),
+    },
     ...beforeTheRoute,
   },
 });
@@ -58,6 +66,7 @@ export const watchAudioWatch = defineRoute({
     403: { description: 'The grant was opened without audio.', schema: errorBody(['audio_not_granted']) },
     410: { description: 'The grant closed.', schema: grantClosedBody },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });

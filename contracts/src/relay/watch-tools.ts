@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { defineRoute, errorBody } from '../route.js';
-import { beforeTheRoute, firstQueryValue, unreadBodyTooLarge } from './shared.js';
+import {
+  beforeTheRoute,
+  firstQueryValue,
+  SHARED_STATE_UNAVAILABLE,
+  sharedStateUnavailable,
+  sharedStateUnavailableDescription,
+  unreadBodyTooLarge,
+} from './shared.js';
 
 /** Grant and call ids: 16 random bytes, base64url (22 characters). */
 export const watchIdPattern = /^[A-Za-z0-9_-]{22}$/;
@@ -58,7 +65,10 @@ export const createWatchGrant = defineRoute({
     401: { description: 'Unknown or revoked gateway credential.', schema: errorBody(['unauthorized']) },
     413: { description: 'Body over 32,768 characters.', schema: errorBody(['payload_too_large']) },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
-    503: { description: 'The relay holds its maximum of grants.', schema: errorBody(['watch_grant_capacity']) },
+    503: {
+      description: `The relay holds its maximum of grants (watch_grant_capacity). ${sharedStateUnavailableDescription}`,
+      schema: errorBody(['watch_grant_capacity', SHARED_STATE_UNAVAILABLE]),
+    },
     ...beforeTheRoute,
   },
 });
@@ -98,7 +108,10 @@ export const postWatchCall = defineRoute({
       description: 'Grant out of calls, two calls already waiting, or rate limited.',
       schema: errorBody(['grant_exhausted', 'too_many_calls', 'rate_limited']),
     },
-    503: { description: 'The host has not polled for 40 s.', schema: errorBody(['host_offline']) },
+    503: {
+      description: `The host has not polled for 40 s, or the replica holding the grant went away (host_offline). ${sharedStateUnavailableDescription}`,
+      schema: errorBody(['host_offline', SHARED_STATE_UNAVAILABLE]),
+    },
     504: { description: 'The host did not answer within 25 s.', schema: errorBody(['host_timeout']) },
     ...beforeTheRoute,
   },
@@ -132,6 +145,7 @@ export const pollWatchCalls = defineRoute({
     404: { description: 'Grant id of the wrong shape.', schema: errorBody(['not_found']) },
     410: { description: 'The grant closed, or is not this gateway’s.', schema: grantClosedBody },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });
@@ -170,6 +184,7 @@ export const postWatchResult = defineRoute({
     410: { description: 'The grant closed, or is not this gateway’s.', schema: grantClosedBody },
     413: { description: 'Body over 32,768 characters.', schema: errorBody(['payload_too_large']) },
     429: { description: 'Rate limited.', schema: errorBody(['rate_limited']) },
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });
@@ -189,6 +204,7 @@ export const closeWatchGrant = defineRoute({
     204: { description: 'Closed, or nothing to close.' },
     404: { description: 'Grant id of the wrong shape.', schema: errorBody(['not_found']) },
     413: unreadBodyTooLarge,
+    503: sharedStateUnavailable,
     ...beforeTheRoute,
   },
 });

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { FIXED_LIMITS } from '../limits.js';
 import type { ApnsNotification } from '../apns/types.js';
 import type { EventType, PlainEvent, RelayEvent, SealedEvent } from './events.js';
@@ -48,7 +48,8 @@ export interface AlertPush {
  * id, even for equal session ids.
  */
 export function scopeToken(gatewayId: string, seed: string): string {
-  return createHash('sha256').update(`${gatewayId}:${seed}`).digest('hex').slice(0, 16);
+  // One-shot: no Hash object for every alert.
+  return hash('sha256', `${gatewayId}:${seed}`, 'hex').slice(0, 16);
 }
 
 export function soundFor(type: string, preferences: Preferences): string | undefined {

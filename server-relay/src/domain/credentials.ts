@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * Credentials as the Conduit app and host plugins send them. Secrets are 32 random bytes base64url;
@@ -37,11 +37,13 @@ export function newSecret(): string {
 }
 
 export function sha256Hex(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  // One-shot: no Hash object per call (every authenticated request hashes its secret).
+  return hash('sha256', value, 'hex');
 }
 
 /** Constant-time check of a presented secret against a stored hash; a malformed stored hash never matches. */
 export function secretMatches(secret: string, storedHash: string): boolean {
   if (!SHA256_HEX.test(storedHash)) return false;
-  return timingSafeEqual(Buffer.from(sha256Hex(secret), 'hex'), Buffer.from(storedHash, 'hex'));
+  // The digest's bytes against the stored ones: no hex text in between.
+  return timingSafeEqual(hash('sha256', secret, 'buffer'), Buffer.from(storedHash, 'hex'));
 }

@@ -4,9 +4,13 @@
  * two waiting fetches per ring.
  */
 export interface RingSessionStore {
-  put(ringId: string, sealed: string): void;
-  /** The stored session, or waits until one is stored, the wait ends (null) or the signal aborts (null). */
-  take(ringId: string, waitMs: number, signal?: AbortSignal): Promise<string | null> | 'busy';
+  put(ringId: string, sealed: string): void | Promise<void>;
+  /**
+   * The stored session, or waits until one is stored, the wait ends (null) or the signal aborts (null);
+   * 'busy' when the ring already has its maximum of waiters. (Replicas keep sessions in Redis, hence a
+   * promise of 'busy' too.)
+   */
+  take(ringId: string, waitMs: number, signal?: AbortSignal): Promise<string | null | 'busy'> | 'busy';
 }
 
 interface Waiter {

@@ -14,11 +14,17 @@ export interface Ring {
   settled?: { by: 'phone' | 'watch'; outcome: 'answered' | 'declined'; start?: string };
 }
 
+export type RingSettlement = NonNullable<Ring['settled']>;
+
+/** In memory for one process; in Redis for replicas (cluster/redis-rings.ts), hence the promises. */
 export interface RingRegistry {
-  create(ring: Ring): void;
-  get(id: string): Ring | undefined;
-  /** Records the settlement; the first one wins. */
-  settle(id: string, settled: NonNullable<Ring['settled']>): void;
+  create(ring: Ring): void | Promise<void>;
+  get(id: string): Ring | undefined | Promise<Ring | undefined>;
+  /**
+   * Records the settlement; the first one wins. Returns the settlement in force: `settled` itself when
+   * this call won, the earlier one when another settle got there first, undefined for an unknown ring.
+   */
+  settle(id: string, settled: RingSettlement): RingSettlement | undefined | Promise<RingSettlement | undefined>;
 }
 
 export class MemoryRingRegistry implements RingRegistry {
@@ -49,9 +55,10 @@ export class MemoryRingRegistry implements RingRegistry {
     return ring;
   }
 
-  settle(id: string, settled: NonNullable<Ring['settled']>): void {
+  settle(id: string, settled: RingSettlement): RingSettlement | undefined {
     const ring = this.get(id);
     if (ring && !ring.settled) ring.settled = settled;
+    return ring?.settled;
   }
 
   private sweep(): void {

@@ -292,7 +292,7 @@ async function ringCall(context: RelayContext, auth: AuthenticatedGateway, event
   }
   const watchToken = installation.watchVoipToken;
   if (ring && watchToken) {
-    context.rings.create({
+    await context.rings.create({
       id: ring.id,
       token: ring.token,
       installationId: installation.id,

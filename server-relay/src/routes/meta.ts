@@ -26,13 +26,17 @@ export function metaRoutes(app: FastifyInstance, context: RelayContext, capabili
     const installation = await authenticateDevice(context, request);
     await limit(context, `meta:${installation.id}`, FIXED_LIMITS.metaPerInstallation);
     const gateways = await context.store.listGateways(installation.id);
+    const overlays = await context.activity.overlays(
+      installation.id,
+      gateways.map((gateway) => gateway.id),
+    );
     return {
       status: 200,
       body: {
         version: RELAY_VERSION,
         capabilities: [...capabilities],
         gateways: gateways.map((gateway) => {
-          const pending = context.activity.overlay(installation.id, gateway.id);
+          const pending = overlays.get(gateway.id);
           const pluginVersion = pending?.pluginVersion ?? gateway.pluginVersion;
           const lastEventAt = pending?.lastEventAt ?? gateway.lastEventAt;
           // What is not known is left out, as the reference does: the app tells absence from a value, not null.

@@ -20,8 +20,8 @@ function tokenMatches(ring: Ring, token: string): boolean {
 }
 
 /** Unknown ring and wrong token are the same 404, so a token cannot be probed. */
-function ringFor(context: RelayContext, ringId: string, token: string): Ring {
-  const ring = context.rings.get(ringId);
+async function ringFor(context: RelayContext, ringId: string, token: string): Promise<Ring> {
+  const ring = await context.rings.get(ringId);
   if (!ring || !tokenMatches(ring, token)) throw new WireError(404, 'unknown_ring');
   return ring;
 }
@@ -36,7 +36,7 @@ export function ringRoutes(app: FastifyInstance, context: RelayContext): void {
       // The path accepts ids of 1–64 characters (0.10 clients); settling needs a 0.11 id of 22, and the
       // reference answers any other with the body's code, after the body.
       if (!RING_ID.test(params.ringId)) throw new WireError(400, 'invalid_settle');
-      const ring = ringFor(context, params.ringId, token);
+      const ring = await ringFor(context, params.ringId, token);
       if (ring.settled) {
         throw new WireError(409, 'already_settled', {
           settled: { by: ring.settled.by, outcome: ring.settled.outcome },
@@ -44,7 +44,13 @@ export function ringRoutes(app: FastifyInstance, context: RelayContext): void {
       }
       // A malformed start was dropped, not refused: the call still settles and the Watch starts it the old way.
       const start = by === 'watch' && outcome === 'answered' ? sealedStart : undefined;
-      context.rings.settle(ring.id, { by, outcome, ...(start !== undefined ? { start } : {}) });
+      const settlement = { by, outcome, ...(start !== undefined ? { start } : {}) };
+      // Replicas: another replica may have settled between the read above and this write; its wins.
+      const inForce = await context.rings.settle(ring.id, settlement);
+      if (inForce !== settlement) {
+        if (!inForce) throw new WireError(404, 'unknown_ring');
+        throw new WireError(409, 'already_settled', { settled: { by: inForce.by, outcome: inForce.outcome } });
+      }
       const otherToken = by === 'phone' ? ring.watchToken : ring.phoneToken;
       const otherTopic = by === 'phone' ? context.config.apnsWatchTopic : context.config.apnsTopic;
       let notified = false;
@@ -74,11 +80,11 @@ export function ringRoutes(app: FastifyInstance, context: RelayContext): void {
     storeRingSession,
     async ({ params, readBody }) => {
       const { token, sealed } = readBody();
-      const ring = ringFor(context, params.ringId, token);
+      const ring = await ringFor(context, params.ringId, token);
       if (ring.settled?.by !== 'watch' || ring.settled.outcome !== 'answered') {
         throw new WireError(409, 'not_answered_on_watch');
       }
-      context.ringSessions.put(ring.id, sealed);
+      await context.ringSessions.put(ring.id, sealed);
       return { status: 200, body: { stored: true } };
     },
     // A sealed session may be 96 KB, far above the general 32,768-character body bound.
@@ -88,7 +94,7 @@ export function ringRoutes(app: FastifyInstance, context: RelayContext): void {
   bindRoute(app, fetchRingSession, async ({ params, query, request, reply }) => {
     const match = /^Bearer\s+([A-Za-z0-9_-]{43})$/i.exec(request.headers.authorization ?? '');
     if (!match?.[1]) throw new WireError(401, 'unauthorized');
-    const ring = ringFor(context, params.ringId, match[1]);
+    const ring = await ringFor(context, params.ringId, match[1]);
     if (ring.settled?.by !== 'watch' || ring.settled.outcome !== 'answered') {
       throw new WireError(409, 'not_answered_on_watch');
     }
@@ -96,9 +102,8 @@ export function ringRoutes(app: FastifyInstance, context: RelayContext): void {
     const waitMs = Math.min(seconds * 1000, FIXED_LIMITS.maxRingSessionWaitMs);
     const abort = new AbortController();
     reply.raw.once('close', () => abort.abort());
-    const taken = context.ringSessions.take(ring.id, waitMs, abort.signal);
-    if (taken === 'busy') throw new WireError(409, 'busy');
-    const sealed = await taken;
+    const sealed = await context.ringSessions.take(ring.id, waitMs, abort.signal);
+    if (sealed === 'busy') throw new WireError(409, 'busy');
     if (sealed === null) return { status: 204, body: undefined };
     return { status: 200, body: { sealed } };
   });

@@ -385,14 +385,39 @@ export class MemoryCredentialIndex implements CredentialIndex {
   }
 }
 
+// Field by field rather than rest and spread: every authenticated request builds one of each, and
+// V8 builds a literal of known shape several times faster than it copies an object's own keys. The
+// keys in the order the records always had.
 function installationRecord(entry: InstallationEntry): InstallationRecord {
-  const { secret, gateways: _gateways, ...fields } = entry;
-  return { ...fields, deviceSecretHash: unpackHash(secret) };
+  return {
+    id: entry.id,
+    bundleId: entry.bundleId,
+    deviceToken: entry.deviceToken,
+    voipToken: entry.voipToken,
+    watchVoipToken: entry.watchVoipToken,
+    locationPushToken: entry.locationPushToken,
+    environment: entry.environment,
+    active: entry.active,
+    preferences: entry.preferences,
+    createdAt: entry.createdAt,
+    updatedAt: entry.updatedAt,
+    pairedAt: entry.pairedAt,
+    lastSeenAt: entry.lastSeenAt,
+    deviceSecretHash: unpackHash(entry.secret),
+  };
 }
 
 function gatewayRecord(installationId: string, entry: GatewayEntry): GatewayRecord {
-  const { secret, pluginCapabilities, ...fields } = entry;
-  // A copy of the shared list: a caller may keep or change what it was given.
-  const capabilities = pluginCapabilities ? [...pluginCapabilities] : null;
-  return { installationId, ...fields, secretHash: unpackHash(secret), pluginCapabilities: capabilities };
+  return {
+    installationId,
+    id: entry.id,
+    name: entry.name,
+    dashboardId: entry.dashboardId,
+    createdAt: entry.createdAt,
+    pluginVersion: entry.pluginVersion,
+    lastEventAt: entry.lastEventAt,
+    secretHash: unpackHash(entry.secret),
+    // A copy of the shared list: a caller may keep or change what it was given.
+    pluginCapabilities: entry.pluginCapabilities ? [...entry.pluginCapabilities] : null,
+  };
 }

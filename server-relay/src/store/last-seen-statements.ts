@@ -33,7 +33,8 @@ export function dateTimeParam(provider: Provider, ms: number): string {
 /**
  * One UPDATE … FROM (VALUES …) per chunk of gateways instead of one statement per gateway: a relay
  * with 10,000 busy gateways flushes in 40 statements, not 10,000. A gateway revoked since its event
- * simply matches no row. Both databases accept this form (SQLite since 3.33).
+ * simply matches no row, and a time older than the stored one changes nothing. Both databases accept
+ * this form (SQLite since 3.33).
  */
 export function lastSeenStatements(provider: Provider, rows: LastSeen[]): RawStatement[] {
   const statements: RawStatement[] = [];
@@ -50,7 +51,11 @@ export function lastSeenStatements(provider: Provider, rows: LastSeen[]): RawSta
       sql:
         `WITH "seen" ("installationId", "id", "lastEventAt") AS (VALUES ${tuples.join(', ')}) ` +
         `UPDATE "Gateway" SET "lastEventAt" = "seen"."lastEventAt" FROM "seen" ` +
-        `WHERE "Gateway"."installationId" = "seen"."installationId" AND "Gateway"."id" = "seen"."id"`,
+        `WHERE "Gateway"."installationId" = "seen"."installationId" AND "Gateway"."id" = "seen"."id" ` +
+        // Never backwards: replicas flush on their own timers, and one holding an older time for a
+        // gateway may flush after one holding a newer time; the later event wins, not the later flush.
+        // (SQLite compares the ISO texts Prisma writes, which sort as the times do.)
+        `AND ("Gateway"."lastEventAt" IS NULL OR "Gateway"."lastEventAt" < "seen"."lastEventAt")`,
       params,
     });
   }

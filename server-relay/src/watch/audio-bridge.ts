@@ -7,10 +7,34 @@ import { CloseCode, CloseReason } from './ws-frames.js';
 export const WATCH_CONNECTED = Buffer.from([0x00, 0x01]);
 export const WATCH_GONE = Buffer.from([0x00, 0x02]);
 
+/**
+ * One end of a bridge as the bridge sees it: a socket on this process (BridgeSocket), or, between
+ * replicas, a socket another replica holds (cluster/watch-cluster.ts). Closing an end runs its onGone
+ * at once, as a BridgeSocket's close does, so notices go out in the same order either way.
+ */
+export interface BridgeEnd {
+  readonly open: boolean;
+  /** Sends one binary message; false when the end's buffer is full (wait for `onDrain`). */
+  send(payload: Buffer): boolean;
+  onDrain(listener: () => void): void;
+  pause(): void;
+  resume(): void;
+  close(code: number, reason: CloseReason): void;
+}
+
+/** What an end reports to its bridge. */
+export interface BridgeEndHandlers {
+  onMessage(payload: Buffer): void;
+  onGone(): void;
+}
+
+/** Builds an end wired to the bridge's handlers. */
+export type MakeBridgeEnd = (handlers: BridgeEndHandlers) => BridgeEnd;
+
 interface Bridge {
   grant: Grant;
-  host: BridgeSocket | undefined;
-  watch: BridgeSocket | undefined;
+  host: BridgeEnd | undefined;
+  watch: BridgeEnd | undefined;
 }
 
 export interface AudioBridgeLimits {
@@ -25,11 +49,22 @@ export interface AudioBridgeLimits {
  */
 export class AudioBridges {
   private readonly bridges = new Map<string, Bridge>();
+  private readonly hostListeners: ((grantId: string, attached: boolean) => void)[] = [];
 
   constructor(
     private readonly limits: AudioBridgeLimits,
     private readonly now: () => number,
   ) {}
+
+  /** Hears a grant's bridge gain a host (attached) or lose it (replicas count bridges relay-wide). */
+  onHostChange(listener: (grantId: string, attached: boolean) => void): void {
+    this.hostListeners.push(listener);
+  }
+
+  /** Whether this grant's bridge has a host attached now. */
+  hasHost(grantId: string): boolean {
+    return this.bridges.get(grantId)?.host !== undefined;
+  }
 
   /** Whether a host may attach to this grant now (a host replacing its own socket always may). */
   hasCapacityFor(grant: Grant): boolean {
@@ -49,18 +84,24 @@ export class AudioBridges {
    * `host_reconnected`: the host's provider session went with its old socket, so the Watch must rejoin.
    */
   attachHost(grant: Grant, socket: Duplex, head: Buffer): BridgeSocket {
+    const host = this.attachHostEnd(grant, (handlers) => this.socketEnd(socket, handlers));
+    host.receiveHead(head);
+    return host;
+  }
+
+  /** attachHost for any end (a socket another replica holds); `make` is called once, at once. */
+  attachHostEnd<End extends BridgeEnd>(grant: Grant, make: (handlers: BridgeEndHandlers) => End): End {
     const bridge = this.bridgeOf(grant);
     const previous = bridge.host;
     bridge.host = undefined;
     previous?.close(CloseCode.replaced, CloseReason.replaced);
     bridge.watch?.close(CloseCode.hostUnavailable, CloseReason.hostReconnected);
-    const host: BridgeSocket = new BridgeSocket(socket, {
-      idleMs: this.limits.idleMs,
-      now: this.now,
+    const host: End = make({
       onMessage: (payload) => this.forward(bridge, host, bridge.watch, payload),
       onGone: () => {
         if (bridge.host !== host) return;
         bridge.host = undefined;
+        for (const listener of this.hostListeners) listener(grant.id, false);
         // Without a host the Watch has nobody to talk to.
         bridge.watch?.close(CloseCode.hostUnavailable, CloseReason.hostOffline);
         this.forgetIfEmpty(bridge);
@@ -69,7 +110,7 @@ export class AudioBridges {
     bridge.host = host;
     // Closing the old ends may have dropped the empty bridge from the map.
     this.bridges.set(grant.id, bridge);
-    host.receiveHead(head);
+    for (const listener of this.hostListeners) listener(grant.id, true);
     return host;
   }
 
@@ -80,6 +121,22 @@ export class AudioBridges {
    * that tears down its per-Watch state on "gone" starts fresh for the newcomer.
    */
   attachWatch(grant: Grant, socket: Duplex, head: Buffer): BridgeSocket {
+    let attached = false;
+    const watch = this.attachWatchEnd(
+      grant,
+      (handlers) => this.socketEnd(socket, handlers),
+      () => (attached = true),
+    );
+    if (attached) watch.receiveHead(head);
+    return watch;
+  }
+
+  /** attachWatch for any end; `onAttached` runs when the end joined a host (else it is closed 4503). */
+  attachWatchEnd<End extends BridgeEnd>(
+    grant: Grant,
+    make: (handlers: BridgeEndHandlers) => End,
+    onAttached: () => void = () => undefined,
+  ): End {
     const bridge = this.bridgeOf(grant);
     const previous = bridge.watch;
     if (previous) {
@@ -92,9 +149,7 @@ export class AudioBridges {
         bridge.host.send(WATCH_GONE);
       }
     }
-    const watch: BridgeSocket = new BridgeSocket(socket, {
-      idleMs: this.limits.idleMs,
-      now: this.now,
+    const watch: End = make({
       onMessage: (payload) => this.forward(bridge, watch, bridge.host, payload),
       onGone: () => {
         if (bridge.watch !== watch) return;
@@ -111,8 +166,13 @@ export class AudioBridges {
     }
     bridge.watch = watch;
     bridge.host.send(WATCH_CONNECTED);
-    watch.receiveHead(head);
+    onAttached();
     return watch;
+  }
+
+  /** A socket on this process as a bridge end. */
+  private socketEnd(socket: Duplex, handlers: BridgeEndHandlers): BridgeSocket {
+    return new BridgeSocket(socket, { idleMs: this.limits.idleMs, now: this.now, ...handlers });
   }
 
   /** The grant closed: both ends get 4010. */
@@ -137,7 +197,7 @@ export class AudioBridges {
    * Copies one message to the other end. When the other end's socket buffer is full the sender is
    * paused until it drains: TCP then slows the sender, and the relay never queues audio itself.
    */
-  private forward(bridge: Bridge, from: BridgeSocket, to: BridgeSocket | undefined, payload: Buffer): void {
+  private forward(bridge: Bridge, from: BridgeEnd, to: BridgeEnd | undefined, payload: Buffer): void {
     if (!to?.open) return;
     if (to.send(payload)) return;
     from.pause();

@@ -4,9 +4,8 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { watchIdPattern } from '@conduit/contracts/relay/watch-tools';
 import { SHARED_STATE_UNAVAILABLE_BODY, SharedStateUnavailable } from '../cluster/shared-state-unavailable.js';
-import type { AudioBridges } from './audio-bridge.js';
 import type { WatchDeps } from './deps.js';
-import type { Grant, GrantRegistry } from './grants.js';
+import type { GrantView, WatchGrants } from './grant-service.js';
 import { authorizationOf, watchKeyHash } from './request-input.js';
 
 /** Per-key limits of the audio upgrades, per 60 s (API.md routes 21–22). */
@@ -41,8 +40,7 @@ const refuse = (status: number, error: string, extra: Record<string, unknown> = 
  */
 export function audioUpgradeHandler(
   deps: WatchDeps,
-  grants: GrantRegistry,
-  bridges: AudioBridges,
+  grants: WatchGrants,
 ): (request: IncomingMessage, socket: Duplex, head: Buffer) => void {
   return (request, socket, head) => {
     // A reset during the async checks must not become an uncaught error.
@@ -57,56 +55,57 @@ export function audioUpgradeHandler(
     }
     const accept = async (): Promise<void> => {
       if (side === 'host') {
-        const grant = await checkHost(deps, grants, bridges, request, gid);
+        const grant = await checkHost(deps, grants, request, gid);
         if (socket.destroyed) return;
         switchProtocols(socket, request);
-        bridges.attachHost(grant, socket, head);
+        await grants.attachAudio(grant.id, 'host', socket, head);
       } else {
         const grant = await checkWatch(deps, grants, request, gid);
         if (socket.destroyed) return;
         switchProtocols(socket, request);
-        bridges.attachWatch(grant, socket, head);
+        await grants.attachAudio(grant.id, 'watch', socket, head);
       }
     };
     accept().catch((error: unknown) => {
-      answer(socket, refusalFor(error));
+      // After the 101 there is no HTTP answer to give: the connection just ends.
+      if (switched.has(socket)) socket.destroy();
+      else answer(socket, refusalFor(error));
     });
   };
 }
 
 async function checkHost(
   deps: WatchDeps,
-  grants: GrantRegistry,
-  bridges: AudioBridges,
+  grants: WatchGrants,
   request: IncomingMessage,
   gid: string,
-): Promise<Grant> {
+): Promise<GrantView> {
   checkUpgradeHeaders(request);
   const gateway = await deps.authenticateGateway(authorizationOf(request.headers));
   if (!gateway) throw refuse(401, 'unauthorized');
   if (!(await deps.rateLimit.hit(`watch-audio-host:${gid}`, WATCH_AUDIO_LIMITS.hostPerGrant)))
     throw refuse(429, 'rate_limited');
-  const grant = grants.findOwned(gid, gateway);
+  const grant = await grants.findOwned(gid, gateway);
   if (!grant) throw refuse(410, 'grant_closed', { reason: 'expired' });
   if (grant.closedReason !== undefined) throw refuse(410, 'grant_closed', { reason: grant.closedReason });
   if (!grant.audio) throw refuse(403, 'audio_not_granted');
-  if (!bridges.hasCapacityFor(grant)) throw refuse(503, 'watch_audio_capacity');
+  if (!(await grants.hasAudioCapacity(grant.id))) throw refuse(503, 'watch_audio_capacity');
   return grant;
 }
 
 async function checkWatch(
   deps: WatchDeps,
-  grants: GrantRegistry,
+  grants: WatchGrants,
   request: IncomingMessage,
   gid: string,
-): Promise<Grant> {
+): Promise<GrantView> {
   // Per-IP before anything else, so key guessing is throttled before it learns anything.
   if (!(await deps.rateLimit.hit(`watch-audio-ip:${deps.clientIp(request)}`, WATCH_AUDIO_LIMITS.watchPerIp))) {
     throw refuse(429, 'rate_limited');
   }
   checkUpgradeHeaders(request);
   const keyHash = watchKeyHash(authorizationOf(request.headers));
-  const grant = keyHash ? grants.findByKey(gid, keyHash) : undefined;
+  const grant = keyHash ? await grants.findByKey(gid, keyHash) : undefined;
   if (!grant) throw refuse(401, 'unauthorized');
   if (!(await deps.rateLimit.hit(`watch-audio-watch:${gid}`, WATCH_AUDIO_LIMITS.watchPerGrant)))
     throw refuse(429, 'rate_limited');
@@ -130,7 +129,11 @@ function checkUpgradeHeaders(request: IncomingMessage): void {
   }
 }
 
+/** Sockets answered 101: an error after it cannot be answered in HTTP. */
+const switched = new WeakSet<Duplex>();
+
 function switchProtocols(socket: Duplex, request: IncomingMessage): void {
+  switched.add(socket);
   const key = String(request.headers['sec-websocket-key']);
   const acceptKey = createHash('sha1')
     .update(key + WS_GUID)

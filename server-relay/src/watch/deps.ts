@@ -1,5 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { ApnsSender } from '../apns/types.js';
+import type { LocalWatchGrants, WatchGrants } from './grant-service.js';
+import type { LiveActivityStore } from './live-activities.js';
 
 /** A gateway (Hermes host plugin) credential, resolved by the relay core. */
 export interface GatewayIdentity {
@@ -76,4 +78,11 @@ export interface WatchDeps {
   config: WatchConfig;
   /** Milliseconds since the epoch. */
   now(): number;
+  /**
+   * Replicas (REDIS_URL): wraps this process' grants into the relay-wide ones, each grant living on one
+   * replica. Absent in one process.
+   */
+  distribute?: (local: LocalWatchGrants, settings: WatchSettings) => WatchGrants & { close?(): void };
+  /** Replicas (REDIS_URL): the Live Activity registrations all replicas share. Absent in one process (memory). */
+  liveActivities?: LiveActivityStore;
 }

@@ -2,8 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { WatchDeps, WatchSettings } from './deps.js';
 import { AudioBridges } from './audio-bridge.js';
 import { audioUpgradeHandler } from './audio-upgrade.js';
+import { LocalWatchGrants, type WatchGrants } from './grant-service.js';
 import { GrantRegistry } from './grants.js';
-import { LiveActivityRegistry } from './live-activities.js';
+import { LiveActivityRegistry, memoryLiveActivities } from './live-activities.js';
 import { liveActivityRoutes } from './live-activity-routes.js';
 import { mapsRoutes } from './maps-routes.js';
 import { MapsTokenSource } from './maps-token.js';
@@ -28,20 +29,28 @@ export { WATCH_DEFAULTS, watchSeamsFromEnv, WatchConfigError } from './settings.
  */
 export function registerWatchFeatures(app: FastifyInstance, deps: WatchDeps): void {
   const settings = resolveSettings(deps);
-  const grants = new GrantRegistry(settings, deps.now);
-  watchToolRoutes(app, deps, settings, grants);
-
+  // Replicas count their grants relay-wide (cluster/watch-cluster.ts) instead of per process.
+  const registry = new GrantRegistry(
+    deps.distribute ? { ...settings, maxGrants: Number.MAX_SAFE_INTEGER } : settings,
+    deps.now,
+  );
   const bridges = new AudioBridges(
     {
-      maxBridges: settings.maxAudioBridges,
+      // Replicas count bridges relay-wide (cluster/watch-cluster.ts) instead of per process.
+      maxBridges: deps.distribute ? Number.MAX_SAFE_INTEGER : settings.maxAudioBridges,
       maxBridgesPerGateway: settings.maxAudioBridgesPerGateway,
       idleMs: settings.audioIdleMs,
     },
     deps.now,
   );
-  grants.onClose((grant) => bridges.closeGrant(grant));
+  registry.onClose((grant) => bridges.closeGrant(grant));
+  const local = new LocalWatchGrants(registry, bridges);
+  // Replicas: each grant lives on one replica and the others send it their requests.
+  const distributed = deps.distribute?.(local, settings);
+  const grants: WatchGrants = distributed ?? local;
+  watchToolRoutes(app, deps, settings, grants);
   // Every upgrade comes here: the two audio paths, and 404 for any other.
-  app.server.on('upgrade', audioUpgradeHandler(deps, grants, bridges));
+  app.server.on('upgrade', audioUpgradeHandler(deps, grants));
   // A plain request to an audio path is not a WebSocket upgrade.
   app.get('/v1/watch-audio/:gid/:side', (request, reply) =>
     request.headers.upgrade
@@ -49,13 +58,15 @@ export function registerWatchFeatures(app: FastifyInstance, deps: WatchDeps): vo
       : reply.status(404).send({ error: 'not_found' }),
   );
 
-  liveActivityRoutes(app, deps, new LiveActivityRegistry(deps.now));
+  // Replicas share the registrations (Redis); one process keeps them in memory.
+  liveActivityRoutes(app, deps, deps.liveActivities ?? memoryLiveActivities(new LiveActivityRegistry(deps.now)));
   mapsRoutes(app, deps, settings, deps.config.maps ? new MapsTokenSource(deps.config.maps, deps.now) : undefined);
 
   // preClose: held requests and bridges must end before the server waits for connections to finish.
   app.addHook('preClose', async () => {
-    grants.shutdown();
+    registry.shutdown();
     bridges.closeAll();
+    distributed?.close?.();
   });
 }
 

@@ -22,6 +22,38 @@ export interface LiveActivityRegistration {
 export type LiveActivityProgress = z.output<typeof liveActivityProgress>;
 
 /**
+ * Where Live Activity registrations live: this process' memory (one relay process) or Redis, shared
+ * by the replicas (cluster/redis-live-activities.ts), so a token registered through one replica is
+ * pushed by the replica a progress report reaches. Both keep the same rules (documented on
+ * LiveActivityRegistry.register).
+ */
+export interface LiveActivityStore {
+  register(
+    installationId: string,
+    pushToken: string,
+    sessionIds: readonly string[],
+    gatewayId: string | undefined,
+  ): Promise<LiveActivityRegistration | 'capacity' | 'taken'>;
+  /** Forgets a token of this installation (another installation's token is left alone). */
+  remove(installationId: string, pushToken: string): Promise<void>;
+  /** Forgets a registration (APNs called its token gone, or its turn ended), unless it was re-registered meanwhile. */
+  forget(registration: LiveActivityRegistration): Promise<void>;
+  /** Registrations watching this session of this gateway's installation. */
+  watching(installationId: string, gatewayId: string, sessionId: string): Promise<LiveActivityRegistration[]>;
+}
+
+/** A LiveActivityRegistry as a LiveActivityStore (one process). */
+export function memoryLiveActivities(registry: LiveActivityRegistry): LiveActivityStore {
+  return {
+    register: async (installationId, pushToken, sessionIds, gatewayId) =>
+      registry.register(installationId, pushToken, sessionIds, gatewayId),
+    remove: async (installationId, pushToken) => registry.remove(installationId, pushToken),
+    forget: async (registration) => registry.forget(registration),
+    watching: async (installationId, gatewayId, sessionId) => registry.watching(installationId, gatewayId, sessionId),
+  };
+}
+
+/**
  * Live Activity push tokens by installation, in memory only: a relay restart stops updates and the
  * phone ends the out-of-date activity when the user opens Conduit.
  */

@@ -9,7 +9,7 @@ import {
 } from '@conduit/contracts/relay/watch-tools';
 import { readJson } from '../http/read-json.js';
 import type { GatewayIdentity, WatchDeps, WatchSettings } from './deps.js';
-import type { Grant, GrantRegistry } from './grants.js';
+import type { GrantView, WatchGrants } from './grant-service.js';
 import { authorizationOf, onClientGone, watchKeyHash } from './request-input.js';
 
 /** Per-key limits of the Watch tool routes, per 60 s (API.md routes 16–20). */
@@ -26,7 +26,7 @@ export function watchToolRoutes(
   app: FastifyInstance,
   deps: WatchDeps,
   settings: WatchSettings,
-  grants: GrantRegistry,
+  grants: WatchGrants,
 ): void {
   const limit = async (key: string, max: number): Promise<void> => {
     if (!(await deps.rateLimit.hit(key, max))) throw new WireError(429, 'rate_limited');
@@ -37,8 +37,8 @@ export function watchToolRoutes(
     return gateway;
   };
   /** The gateway's own open grant; unknown, foreign and closed grants all answer 410 so ids reveal nothing. */
-  const ownedOpenGrant = (gid: string, gateway: GatewayIdentity): Grant => {
-    const grant = grants.findOwned(gid, gateway);
+  const ownedOpenGrant = async (gid: string, gateway: GatewayIdentity): Promise<GrantView> => {
+    const grant = await grants.findOwned(gid, gateway);
     if (!grant) throw new WireError(410, 'grant_closed', { reason: 'expired' });
     if (grant.closedReason !== undefined) throw new WireError(410, 'grant_closed', { reason: grant.closedReason });
     return grant;
@@ -51,7 +51,7 @@ export function watchToolRoutes(
       const gateway = await gatewayOf(request);
       await limit(`watch-grant:${gateway.gatewayId}`, WATCH_TOOL_LIMITS.grantsPerGateway);
       const body = readBody();
-      const grant = grants.create(gateway, {
+      const grant = await grants.create(gateway, {
         keyHashHex: body.watch_key_sha256,
         ttlS: body.ttl_s,
         maxCalls: body.max_calls,
@@ -78,7 +78,7 @@ export function watchToolRoutes(
       // Per-IP before anything else, so a key-guessing client is throttled before it learns anything.
       await limit(`watch-call-ip:${deps.clientIp(request.raw)}`, WATCH_TOOL_LIMITS.callsPerIp);
       const keyHash = watchKeyHash(authorizationOf(request.headers));
-      const grant = keyHash ? grants.findByKey(params.gid, keyHash) : undefined;
+      const grant = keyHash ? await grants.findByKey(params.gid, keyHash) : undefined;
       if (!grant) return { status: 401, body: { error: 'unauthorized' } };
       if (grant.closedReason !== undefined) {
         return { status: 410, body: { error: 'grant_closed', reason: grant.closedReason } };
@@ -86,20 +86,20 @@ export function watchToolRoutes(
       await limit(`watch-call:${grant.id}`, WATCH_TOOL_LIMITS.callsPerGrant);
       await limit('watch-call-global', settings.watchCallsPerMinute);
       const call = readBody();
-      const submitted = grants.submitCall(grant, call);
-      if ('refused' in submitted) {
-        switch (submitted.refused) {
+      const gone = new AbortController();
+      onClientGone(reply, () => gone.abort());
+      const outcome = await grants.submitCall(grant.id, call, gone.signal);
+      if (outcome.kind === 'refused') {
+        switch (outcome.refused) {
           case 'duplicate_call':
             return { status: 409, body: { error: 'duplicate_call' } };
           case 'grant_exhausted':
           case 'too_many_calls':
-            return { status: 429, body: { error: submitted.refused } };
+            return { status: 429, body: { error: outcome.refused } };
           case 'host_offline':
             return { status: 503, body: { error: 'host_offline' } };
         }
       }
-      onClientGone(reply, submitted.drop);
-      const outcome = await submitted.outcome;
       switch (outcome.kind) {
         case 'answered':
           return { status: 200, body: outcome.result };
@@ -117,11 +117,11 @@ export function watchToolRoutes(
 
   bindRoute(app, pollWatchCalls, async ({ params, query, request, reply }) => {
     const gateway = await gatewayOf(request);
-    const grant = ownedOpenGrant(params.gid, gateway);
+    const grant = await ownedOpenGrant(params.gid, gateway);
     await limit(`watch-poll:${grant.id}`, WATCH_TOOL_LIMITS.pollsPerGrant);
-    const held = grants.poll(grant, pollWaitMs(query.wait_ms, settings.hostPollWaitMs));
-    onClientGone(reply, held.drop);
-    const outcome = await held.outcome;
+    const gone = new AbortController();
+    onClientGone(reply, () => gone.abort());
+    const outcome = await grants.poll(grant.id, pollWaitMs(query.wait_ms, settings.hostPollWaitMs), gone.signal);
     if (outcome.kind === 'closed') return { status: 410, body: { error: 'grant_closed', reason: outcome.reason } };
     return { status: 200, body: { calls: outcome.kind === 'calls' ? outcome.calls : [] } };
   });
@@ -131,10 +131,10 @@ export function watchToolRoutes(
     postWatchResult,
     async ({ params, request, readBody }) => {
       const gateway = await gatewayOf(request);
-      const grant = ownedOpenGrant(params.gid, gateway);
+      const grant = await ownedOpenGrant(params.gid, gateway);
       await limit(`watch-result:${grant.id}`, WATCH_TOOL_LIMITS.resultsPerGrant);
       const result = readBody();
-      if (!grants.answer(grant, params.rid, result)) return { status: 404, body: { error: 'unknown_call' } };
+      if (!(await grants.answer(grant.id, params.rid, result))) return { status: 404, body: { error: 'unknown_call' } };
       return { status: 200, body: { status: 'delivered' as const } };
     },
     { readJson },
@@ -148,13 +148,11 @@ export function watchToolRoutes(
       if (!(await deps.rateLimit.hit(`watch-call-ip:${deps.clientIp(request.raw)}`, WATCH_TOOL_LIMITS.callsPerIp))) {
         return { status: 204, body: undefined };
       }
-      const grant = grants.findByKey(params.gid, keyHash);
-      if (grant) grants.close(grant, 'watch');
+      await grants.closeByKey(params.gid, keyHash);
       return { status: 204, body: undefined };
     }
     const gateway = await deps.authenticateGateway(authorization);
-    const grant = gateway ? grants.findOwned(params.gid, gateway) : undefined;
-    if (grant) grants.close(grant, 'host');
+    if (gateway) await grants.closeOwned(params.gid, gateway);
     return { status: 204, body: undefined };
   });
 }

@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -17,7 +17,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort, startServerProcess, type ServerProcess } from '@conduit/contracts/testing';
 import { acquirePostgres } from '@conduit/prisma/testing/postgres';
-import { baseEnv, request, type CallOptions, type Reply } from '../conformance/relay.js';
+import { baseEnv, request, type CallOptions, type CapturedPush, type Reply } from '../conformance/relay.js';
 import { RELAY_DIR } from '../support/relay-process.js';
 
 const MAIN = path.join(RELAY_DIR, 'src/main.ts');
@@ -74,6 +74,10 @@ export interface Cluster {
   keyPrefix: string;
   /** What the replicas printed, for a failing test's message. */
   output: () => string;
+  /** Every push the replicas sent (APNs in capture mode, one file for all), in the order written. */
+  captures: () => CapturedPush[];
+  /** kill -9 of one replica; resolves once it has exited. The balancer skips it from then on. */
+  kill: (replica: Replica) => Promise<void>;
   stop: () => Promise<void>;
 }
 
@@ -193,7 +197,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     for (const replica of replicas) {
       await waitFor(() => replica.process.output().includes('credential index loaded'), 'the credential index');
     }
-    balancer = await startBalancer(() => replicas.map((replica) => replica.url));
+    balancer = await startBalancer(() =>
+      replicas
+        .filter((replica) => replica.process.child.exitCode === null && replica.process.child.signalCode === null)
+        .map((replica) => replica.url),
+    );
   } catch (error) {
     await stop();
     throw error;
@@ -206,6 +214,19 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     databaseUrl: database.url,
     keyPrefix,
     output: () => replicas.map((replica, i) => `--- replica ${i + 1}\n${replica.process.output()}`).join('\n'),
+    captures: () => {
+      const capturePath = path.join(dir, 'apns.jsonl');
+      return existsSync(capturePath)
+        ? readFileSync(capturePath, 'utf8')
+            .split('\n')
+            .filter((line) => line !== '')
+            .map((line) => JSON.parse(line) as CapturedPush)
+        : [];
+    },
+    kill: async (replica) => {
+      replica.process.child.kill('SIGKILL');
+      await replica.process.exited;
+    },
     stop,
   };
 }

@@ -2,7 +2,10 @@
  * Redis goes away under running replicas and comes back: what needs shared state is refused with
  * `503 {"error":"shared_state_unavailable"}` (never a 500, never a crash), and the same processes serve
  * again once Redis answers, without a restart. The replicas use a redis-server of this file's own.
+ * The replicas check their replies against the contracts (as test builds do), so every 503 here is one
+ * the contracts declare.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deviceToken, eventId, TOPIC } from '../conformance/relay.js';
 import { ownRedis, startCluster, waitFor, type Cluster, type OwnRedis, type Replica } from './cluster.js';
@@ -13,9 +16,8 @@ let cluster: Cluster;
 beforeAll(async () => {
   redis = await ownRedis();
   await redis.start();
-  // The wire contracts do not declare 503 shared_state_unavailable yet, and test builds answer an
-  // undeclared reply as 500 undeclared_reply: these replicas check no replies (see the README).
-  cluster = await startCluster({ replicas: 2, redisUrl: redis.url, env: { CONDUIT_CHECK_REPLIES: '0' } });
+  // Replies are checked against the contracts (test builds do): 503 shared_state_unavailable is declared.
+  cluster = await startCluster({ replicas: 2, redisUrl: redis.url });
 }, 120_000);
 
 afterAll(async () => {
@@ -71,6 +73,17 @@ describe('Redis unavailable', () => {
       });
       expect(registration.status).toBe(503);
       expect(registration.json).toEqual({ error: 'shared_state_unavailable' });
+      // A Watch grant (its home replica is recorded in Redis) and a ring settle are refused alike.
+      const grant = await replica.call('POST', '/v1/watch-tools/grants', {
+        auth: gateway,
+        body: { watch_key_sha256: 'a'.repeat(64), ttl_s: 600, max_calls: 5 },
+      });
+      expect(grant.status, grant.text).toBe(503);
+      expect(grant.json).toEqual({ error: 'shared_state_unavailable' });
+      const settle = await replica.call('POST', `/v1/rings/${'r'.repeat(22)}/settled`, {
+        body: { token: 't'.repeat(43), by: 'phone', outcome: 'declined' },
+      });
+      expect(settle.status, settle.text).toBe(503);
       // What needs no shared state still answers.
       expect((await replica.call('GET', '/healthz')).status).toBe(200);
     }
@@ -89,6 +102,33 @@ describe('Redis unavailable', () => {
         10_000,
       );
     }
+    // The replicas reach each other again (their channels resubscribed): a Watch call made on replica 2
+    // reaches the host polling replica 1 for a grant opened on replica 1.
+    const key = randomBytes(32).toString('base64url');
+    let opened = { status: 0, json: undefined as unknown };
+    await waitFor(async () => {
+      opened = await one.call('POST', '/v1/watch-tools/grants', {
+        auth: gateway,
+        body: { watch_key_sha256: createHash('sha256').update(key, 'ascii').digest('hex'), ttl_s: 600, max_calls: 5 },
+      });
+      return opened.status === 201;
+    }, 'a grant opened after Redis came back');
+    const gid = (opened.json as { grant_id: string }).grant_id;
+    const polling = one.call('GET', `/v1/watch-tools/grants/${gid}/calls?wait_ms=20000`, { auth: gateway });
+    const call = {
+      rid: randomBytes(16).toString('base64url'),
+      n: randomBytes(12).toString('base64url'),
+      ct: randomBytes(32).toString('base64url'),
+    };
+    const calling = two.call('POST', `/v1/watch-tools/grants/${gid}/calls`, { auth: `Bearer ${key}`, body: call });
+    expect((await polling).json).toEqual({ calls: [call] });
+    const result = { n: randomBytes(12).toString('base64url'), ct: 'cmVzdWx0' };
+    expect(
+      (await one.call('POST', `/v1/watch-tools/grants/${gid}/results/${call.rid}`, { auth: gateway, body: result }))
+        .status,
+    ).toBe(200);
+    expect((await calling).json).toEqual(result);
+
     // The same processes: none exited, and none logged a request failure (a 500).
     for (const replica of cluster.replicas) {
       expect(replica.process.child.exitCode).toBeNull();

@@ -110,8 +110,86 @@ export async function request(baseUrl: string, method: string, urlPath: string, 
   return { status: response.status, headers: response.headers, text, json };
 }
 
-/** Starts one relay process; `env` overrides the conformance defaults. */
+/**
+ * What the suite runs against, from CONFORMANCE_TARGET: `process` (unset: one relay process on SQLite)
+ * or `cluster` (3 replica processes on PostgreSQL + Redis behind a round-robin balancer,
+ * test/cluster/cluster.ts). vitest.config.ts runs the suite once per target.
+ */
+export type ConformanceTarget = 'process' | 'cluster';
+
+export function conformanceTarget(): ConformanceTarget {
+  const value = process.env.CONFORMANCE_TARGET?.trim() ?? '';
+  if (value === '' || value === 'process') return 'process';
+  if (value === 'cluster') return 'cluster';
+  throw new Error(`CONFORMANCE_TARGET must be "process" or "cluster", not ${JSON.stringify(value)}`);
+}
+
+function readCaptures(capturePath: string): CapturedPush[] {
+  return existsSync(capturePath)
+    ? readFileSync(capturePath, 'utf8')
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line) as CapturedPush)
+    : [];
+}
+
+/**
+ * The replicas' logs as one append-only text: each call appends every replica's complete lines printed
+ * since the last call, so an offset taken from `output().length` stays valid (a log check can read
+ * "what was printed after this point" whichever replica printed it), and no line is ever cut in two.
+ */
+function mergedOutput(sources: (() => string)[]): () => string {
+  const taken = sources.map(() => 0);
+  let merged = '';
+  return () => {
+    sources.forEach((source, index) => {
+      const text = source();
+      const end = text.lastIndexOf('\n') + 1;
+      const from = taken[index] ?? 0;
+      if (end > from) {
+        merged += text.slice(from, end);
+        taken[index] = end;
+      }
+    });
+    return merged;
+  };
+}
+
+/** The relay as 3 replicas behind the balancer; the capture file is one for all of them. */
+async function startClusterRelay(env: Record<string, string>): Promise<Relay> {
+  const { startCluster } = await import('../cluster/cluster.js');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'relay-conformance-cluster-'));
+  const capturePath = env.APNS_CAPTURE_PATH ?? path.join(dir, 'apns.jsonl');
+  let cluster: Awaited<ReturnType<typeof startCluster>>;
+  try {
+    cluster = await startCluster({ replicas: 3, env: { ...env, APNS_CAPTURE_PATH: capturePath } });
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  const first = cluster.replicas[0];
+  if (!first) throw new Error('the cluster started no replica');
+  return {
+    url: cluster.url,
+    dir,
+    child: first.process.child,
+    output: mergedOutput(cluster.replicas.map((replica) => replica.process.output)),
+    call: cluster.call,
+    client: createRelayClient({ baseUrl: cluster.url, headers: { 'x-forwarded-for': '10.255.255.254' } }),
+    captures: () => readCaptures(capturePath),
+    stop: async () => {
+      await cluster.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Starts the relay under test (one process, or the cluster when CONFORMANCE_TARGET=cluster); `env`
+ * overrides the conformance defaults.
+ */
 export async function startRelay(env: Record<string, string> = {}): Promise<Relay> {
+  if (conformanceTarget() === 'cluster') return startClusterRelay(env);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'relay-conformance-'));
   const port = await freePort();
   const { url, child, output, exited } = await startServerProcess({
@@ -132,13 +210,7 @@ export async function startRelay(env: Record<string, string> = {}): Promise<Rela
     output,
     call: (method, urlPath, options) => request(url, method, urlPath, options),
     client: createRelayClient({ baseUrl: url, headers: { 'x-forwarded-for': '10.255.255.254' } }),
-    captures: () =>
-      existsSync(capturePath)
-        ? readFileSync(capturePath, 'utf8')
-            .split('\n')
-            .filter((line) => line !== '')
-            .map((line) => JSON.parse(line) as CapturedPush)
-        : [],
+    captures: () => readCaptures(capturePath),
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
