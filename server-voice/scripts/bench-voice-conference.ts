@@ -82,10 +82,12 @@ async function conference(): Promise<ModeResult> {
     for (let turn = 0; turn < turns; turn += 1) {
       for (const client of clients) {
         const from = client.events.length;
-        const heard = client.hearsAgent(under.gateway.agentIdentity).then(() => performance.now());
         await client.speak(speech(0.8, 0.3, 0.8));
         const stopped = await client.waitForType('input_audio_buffer.speech_stopped', from);
         const stoppedAt = client.eventTimes[client.events.indexOf(stopped)] ?? 0;
+        // Listening starts at the endpoint, not before: every participant hears the agent's replies to the
+        // others too, and the tail of the previous reply must not count as this turn's first audio.
+        const heard = client.hearsAgent(under.gateway.agentIdentity).then(() => performance.now());
         latencies.push((await heard) - stoppedAt);
         await client.waitForType('output_audio_buffer.stopped', from);
       }
