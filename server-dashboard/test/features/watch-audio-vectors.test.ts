@@ -1,5 +1,5 @@
 /**
- * The shared Watch audio vector (../shared/spec/host/vectors/watch_audio_vector.json, from the
+ * The shared Watch audio vector (the host vector watch_audio_vector.json, from the
  * reference's tests): per-stream keys from the grant root, the AAD, both sealed messages byte for byte,
  * the clear hello and the relay's notices, and the size bounds.
  */

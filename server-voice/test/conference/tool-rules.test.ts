@@ -21,7 +21,7 @@ interface TimeoutFixture {
   transfer_timeout_sec: number;
 }
 
-// The language-neutral fixtures (shared/spec/voice/fixtures/derived_fixtures.json), copied into the repo.
+// The language-neutral fixtures (the voice spec's derived_fixtures.json), copied into the repo.
 const fixtures = JSON.parse(
   readFileSync(new URL('../audio/fixtures/derived_fixtures.json', import.meta.url), 'utf8'),
 ) as {
