@@ -14,8 +14,8 @@
  * PostgreSQL: DATABASE_URL_PG (a server; a fresh database is made and dropped), else an embedded one.
  * Redis: BENCH_REDIS_URL, else REDIS_URL_TEST, else redis://127.0.0.1:6379 (keys under a prefix of this
  * run, deleted at the end). Options: BENCH_INSTALLATIONS (50,000), BENCH_GATEWAYS (25,000),
- * BENCH_WARM_GATEWAYS (1,000), BENCH_CONNECTIONS (16), BENCH_REPLICAS (`1,3`), BENCH_RELAY_MAIN (the
- * compiled dist/main.js; default: src/main.ts through tsx).
+ * BENCH_WARM_GATEWAYS (1,000), BENCH_CONNECTIONS (16), BENCH_REPLICAS (`1,3`), BENCH_RELAY_MAIN (the relay's
+ * main module; default the compiled dist/main.js, build first; `src`: src/main.ts through tsx).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -30,7 +30,8 @@ import { acquirePostgres } from '@conduit/prisma/testing/postgres';
 import { seedPairedInstallations } from './paired-store.js';
 
 const RELAY_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const MAIN = process.env.BENCH_RELAY_MAIN;
+/** The compiled relay, as production runs it (build first); `src` runs src/main.ts through tsx instead. */
+const MAIN = process.env.BENCH_RELAY_MAIN ?? path.join(RELAY_DIR, 'dist/main.js');
 const INSTALLATIONS = Number(process.env.BENCH_INSTALLATIONS ?? 50_000);
 const GATEWAYS = Number(process.env.BENCH_GATEWAYS ?? 25_000);
 const WARM_GATEWAYS = Number(process.env.BENCH_WARM_GATEWAYS ?? 1_000);
@@ -58,7 +59,8 @@ interface Replica {
 
 async function startReplica(env: NodeJS.ProcessEnv): Promise<Replica> {
   const port = await freePort();
-  const args = MAIN ? [MAIN] : ['--import', 'tsx', '--conditions=development', path.join(RELAY_DIR, 'src/main.ts')];
+  const args =
+    MAIN === 'src' ? ['--import', 'tsx', '--conditions=development', path.join(RELAY_DIR, 'src/main.ts')] : [MAIN];
   const child = spawn(process.execPath, args, {
     cwd: RELAY_DIR,
     env: { ...env, HOST: '127.0.0.1', PORT: String(port) },
@@ -247,6 +249,7 @@ async function main(): Promise<void> {
           .map((v) => v.toFixed(1))
           .join(' ')}`,
     );
+    console.log(`relay ${MAIN === 'src' ? 'src/main.ts through tsx' : path.relative(process.cwd(), MAIN)}`);
     console.log(
       '| replicas | run | events | accepted/s | p50 ms | p99 ms | relay CPU ms/event (all) | per replica | Redis CPU ms/event | refused |',
     );

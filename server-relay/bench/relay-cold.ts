@@ -12,15 +12,16 @@
  * Prints accepted events/s (over the time to the last response), p50/p99 latency, the relay's CPU per
  * event (which hardly depends on what else the machine runs), boot time (spawn → first 200 from
  * /healthz), the time until the credential index is loaded (its log line), and the relay's resident
- * memory after the runs (and its peak). Not a test: the figures depend on the machine and its load,
+ * memory right after the runs (and its peak) and once idle, with its V8 heap figures. Not a test: the figures depend on the machine and its load,
  * printed with them.
  *
  * Options: BENCH_INSTALLATIONS (50,000), BENCH_GATEWAYS (25,000), BENCH_WARM_GATEWAYS (1,000),
- * BENCH_CONNECTIONS (16), BENCH_RELAY_MAIN (another build's main.js, to compare builds; with a relay
+ * BENCH_CONNECTIONS (16), BENCH_IDLE_S (15: how long RSS is watched after the runs), BENCH_RELAY_MAIN (another build's main.js, to compare builds; with a relay
  * that has no credential index set BENCH_INDEX_WAIT=0), BENCH_RELAY_NODE_FLAGS (node flags of the relay
  * process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/relay-prof`).
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -41,7 +42,29 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const WAIT_FOR_INDEX = process.env.BENCH_INDEX_WAIT !== '0';
 const RELAY_NODE_FLAGS = (process.env.BENCH_RELAY_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const TOPIC = 'com.example.bench';
+/** Seconds the bench watches the relay's RSS after the runs, idle. */
+const IDLE_S = Number(process.env.BENCH_IDLE_S ?? 15);
 const TICK_MS = 10; // USER_HZ = 100 on Linux
+/** So the bench can read the relay's own heap figures (`GET /metrics`) after the runs. */
+const METRICS_TOKEN = randomBytes(24).toString('hex');
+
+/** Where the relay's memory is, from its process metrics: V8 heap (used / committed), off-heap. */
+async function heapBreakdown(url: string): Promise<string> {
+  const text = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } }).then((r) =>
+    r.text(),
+  );
+  const mb = (name: string) => {
+    const value = new RegExp(`^${name} ([0-9.e+]+)`, 'm').exec(text)?.[1];
+    return value === undefined ? '?' : (Number(value) / 2 ** 20).toFixed(0);
+  };
+  const spaces = [...text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} ([0-9.e+]+)/gm)]
+    .map(([, space, bytes]) => `${space} ${(Number(bytes) / 2 ** 20).toFixed(0)}`)
+    .join(', ');
+  return (
+    `V8 heap ${mb('nodejs_heap_size_used_bytes')} MB used of ${mb('nodejs_heap_size_total_bytes')} MB ` +
+    `(${spaces}); external ${mb('nodejs_external_memory_bytes')} MB`
+  );
+}
 
 function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
@@ -142,6 +165,7 @@ async function main(): Promise<void> {
         APNS_MODE: 'accept',
         RELAY_EVENTS_PER_MINUTE: '100000000',
         RELAY_MAX_EVENT_IDS: '10000000',
+        METRICS_TOKEN,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -184,6 +208,7 @@ async function main(): Promise<void> {
       if (index && index.message !== 'credential index loaded')
         throw new Error(`index not loaded: ${JSON.stringify(index)}`);
       const bootRss = memoryMb(pid).rss;
+      const bootHeap = await heapBreakdown(url);
       const cold = await drive(url, pid, 'cold', GATEWAYS, (n) => credentials[n % GATEWAYS] ?? '');
       const warm = await drive(
         url,
@@ -193,6 +218,15 @@ async function main(): Promise<void> {
         (n) => credentials[n % WARM_GATEWAYS] ?? '',
       );
       const memory = memoryMb(pid);
+      const heap = await heapBreakdown(url);
+      // What the relay keeps once the burst is over: V8 shrinks its heap after a few idle seconds
+      // (its memory reducer); the lowest RSS over the next IDLE_S seconds.
+      let idleRss = memory.rss;
+      for (let second = 0; second < IDLE_S; second += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        idleRss = Math.min(idleRss, memoryMb(pid).rss);
+      }
+      const idleHeap = await heapBreakdown(url);
       console.log(
         `\nNode ${process.version}, ${os.cpus().length} CPUs, ${CONNECTIONS} connections, ` +
           `${INSTALLATIONS.toLocaleString('en')} installations, load average ${load.map((v) => v.toFixed(1)).join(' ')} → ` +
@@ -207,7 +241,7 @@ async function main(): Promise<void> {
           index
             ? `loaded ${indexMs.toFixed(0)} ms after spawn (${String(index.ms)} ms loading ${String(index.installations)} installations, ${String(index.gateways)} gateways)`
             : 'not waited for'
-        }; RSS ${bootRss.toFixed(0)} MB then`,
+        }; RSS ${bootRss.toFixed(0)} MB then; ${bootHeap}`,
       );
       console.log('| run | events | accepted/s | p50 ms | p99 ms | relay CPU ms/event | refused |');
       console.log('|---|---|---|---|---|---|---|');
@@ -219,7 +253,8 @@ async function main(): Promise<void> {
           `| ${name} | ${events.toLocaleString('en')} | ${f.acceptedPerS} | ${f.p50} | ${f.p99} | ${f.cpuMsPerEvent} | ${JSON.stringify(f.refused)} |`,
         );
       }
-      console.log(`RSS after the runs ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB)`);
+      console.log(`RSS right after the runs ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB); ${heap}`);
+      console.log(`RSS once idle (lowest over ${IDLE_S} s) ${idleRss.toFixed(0)} MB; ${idleHeap}`);
     } finally {
       child.kill('SIGTERM');
       await exited;

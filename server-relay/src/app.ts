@@ -274,6 +274,7 @@ export async function buildApp(config: RelayConfig, deps: RelayDeps = {}): Promi
       watchCallsPerMinute: config.limits.watchCallsPerMinute,
       maxAudioBridges: config.limits.maxWatchAudioBridges,
       maxAudioBridgesPerGateway: config.limits.maxWatchAudioBridgesPerGateway,
+      audioBytesPerS: config.limits.watchAudioBytesPerS,
       mapsTokensPerInstallationPerDay: config.limits.mapsTokensPerInstallationPerDay,
     },
     now,

@@ -40,9 +40,19 @@ export const LIMIT_TABLE = {
   maxWatchGrants: { env: 'RELAY_MAX_WATCH_GRANTS', default: 2_048 },
   maxWatchGrantsPerGateway: { env: 'RELAY_MAX_WATCH_GRANTS_PER_GATEWAY', default: 4 },
   watchCallsPerMinute: { env: 'RELAY_WATCH_CALLS_PER_MINUTE', default: 1_200 },
-  /** Each bridge may carry 96 KB/s each way: 200 bound the relay's audio to about 38 MB/s. */
+  /**
+   * Each bridge may carry 96 KB/s each way (watchAudioBytesPerS below): 200 bound the relay's audio to
+   * about 38 MB/s.
+   */
   maxWatchAudioBridges: { env: 'RELAY_MAX_WATCH_AUDIO_BRIDGES', default: 200 },
   maxWatchAudioBridgesPerGateway: { env: 'RELAY_MAX_WATCH_AUDIO_BRIDGES_PER_GATEWAY', default: 2 },
+  /**
+   * Inbound audio one bridge socket may send, averaged over 5 s, before it is closed 4429 `too_fast`.
+   * The default, 96 KB/s, is API.md §5's figure: room for a call's sealed audio, while one socket
+   * cannot use the relay as a bulk pipe. The 5 s window is fixed (bridge-socket.ts). Tests that push
+   * megabytes through real relay processes, whose clock they cannot step, set it high.
+   */
+  watchAudioBytesPerS: { env: 'RELAY_WATCH_AUDIO_BYTES_PER_S', default: 96 * 1024 },
   /** Every new call.requested may ring a phone (a VoIP push wakes it): a runaway host cannot ring all day. */
   callsPerInstallationPerDay: { env: 'RELAY_CALLS_PER_INSTALLATION_PER_DAY', default: 60 },
   /**

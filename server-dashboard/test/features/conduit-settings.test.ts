@@ -18,7 +18,7 @@ import {
 import { ManualClock, TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';
 import { callHook } from '../support/hook-call.js';
 import { startHost } from '../support/host.js';
-import { connectMcp } from '../support/mcp-client.js';
+import { callToolAsHermes, connectMcp, listToolNames } from '../support/mcp-client.js';
 
 const TOOL = 'conduit_settings';
 const PROFILES = ['modes', 'limits', 'hourly', 'household', 'expiry', 'uploads', 'hermes'];
@@ -169,14 +169,7 @@ interface ToolAnswer {
   note?: string;
 }
 
-async function listTools(profile = 'default'): Promise<string[]> {
-  const client = await connectMcp(host.url, mcpToken, profile);
-  try {
-    return (await client.listTools()).tools.map((tool) => tool.name);
-  } finally {
-    await client.close();
-  }
-}
+const listTools = (profile = 'default') => listToolNames(host.url, mcpToken, profile);
 
 let turns = 0;
 /** The hook first (it signs the calling turn into the arguments), then the tool, as Hermes does. */
@@ -184,27 +177,15 @@ async function tool(
   args: Record<string, unknown>,
   options: { session?: string; profile?: string; turn?: string } = {},
 ): Promise<{ isError: boolean; body: ToolAnswer }> {
-  const profile = options.profile ?? 'default';
-  const session = options.session ?? 'chat-1';
-  const hooked = await callHook(host.url, host.hookToken, {
-    hook_event_name: 'pre_tool_call',
-    profile,
-    session_id: session,
-    tool_name: `mcp_conduit_${TOOL}`,
-    tool_input: args,
+  const answer = await callToolAsHermes(host, mcpToken, TOOL, args, {
+    profile: options.profile ?? 'default',
+    session: options.session ?? 'chat-1',
     // A new turn per call unless the test names one.
-    extra: { turn_id: options.turn ?? `turn-${++turns}`, tool_call_id: `tc-${turns}-${Math.random()}` },
+    turn: options.turn ?? `turn-${++turns}`,
+    toolCall: `tc-${turns}-${Math.random()}`,
   });
-  const modified = hooked.answer as { action: string; args: Record<string, unknown> };
-  expect(modified.action).toBe('modify');
-  const client = await connectMcp(host.url, mcpToken, profile);
-  try {
-    const result = await client.callTool({ name: TOOL, arguments: modified.args });
-    const text = (result.content as { type: string; text: string }[])[0]?.text ?? '';
-    return { isError: result.isError === true, body: JSON.parse(text) as ToolAnswer };
-  } finally {
-    await client.close();
-  }
+  expect(answer.hookAction).toBe('modify');
+  return { isError: answer.isError, body: JSON.parse(answer.text) as ToolAnswer };
 }
 
 const change = (changes: { key: string; value: Value; reason?: string }[], options: Parameters<typeof tool>[1] = {}) =>

@@ -5,7 +5,6 @@
  * phone's sharing state says which); sealed end to end when the pairing has a key, so the relay sees
  * no title. A relay that is gone loses nothing: the phone finds the change on its next exchange.
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,16 +12,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PHONE_LABEL } from '@conduit/contracts/dashboard/phone';
 import type { Host } from '../../src/app.js';
-import { readCredentials } from '../../src/credentials/credential-store.js';
-import { encodeBase64Url } from '../../src/crypto/base64url.js';
 import { phoneFeature } from '../../src/features/phone/index.js';
 import { readOrCreateMcpToken } from '../../src/mcp/mcp-token.js';
-import { provisionE2eKey } from '../../src/pairing/e2e-provisioning.js';
 import { nodeKeyedId, nodeKeys, nodeOpen, type NodeEnvelope } from '../crypto/independent-e2e.js';
 import { testConfig } from '../support/config.js';
-import { callHook } from '../support/hook-call.js';
 import { startHost } from '../support/host.js';
-import { connectMcp } from '../support/mcp-client.js';
+import { callToolAsHermes } from '../support/mcp-client.js';
+import { provisionPushKey } from '../support/pairing.js';
 import { ExchangingPhone } from '../support/phone-exchange-stand-in.js';
 import { RealRelay } from '../support/real-relay.js';
 
@@ -101,26 +97,10 @@ function captured(): { notification: Record<string, unknown> & { payload: Record
 type Written = { change: { id: string; asks_user: boolean }; phone_notified: boolean; nudge?: string };
 
 async function write(profile: string, tool: string, args: Record<string, unknown>): Promise<Written> {
-  const hooked = await callHook(host.url, host.hookToken, {
-    hook_event_name: 'pre_tool_call',
-    profile,
-    session_id: 'chat-relay',
-    tool_name: `mcp_conduit_${tool}`,
-    tool_input: args,
-    extra: { turn_id: 't-relay', tool_call_id: 'tc-relay' },
-  });
-  const client = await connectMcp(host.url, mcpToken, profile);
-  try {
-    const result = await client.callTool({
-      name: tool,
-      arguments: (hooked.answer as { args: Record<string, unknown> }).args,
-    });
-    const text = (result.content as { text: string }[])[0]?.text ?? '';
-    expect(result.isError, text).toBeFalsy();
-    return JSON.parse(text) as Written;
-  } finally {
-    await client.close();
-  }
+  const from = { profile, session: 'chat-relay', turn: 't-relay', toolCall: 'tc-relay' };
+  const { isError, text } = await callToolAsHermes(host, mcpToken, tool, args, from);
+  expect(isError, text).toBeFalsy();
+  return JSON.parse(text) as Written;
 }
 
 /** The one push a write caused. */
@@ -217,19 +197,7 @@ describe('the phone.changes nudge through the real relay', () => {
   it('is sealed end to end when the pairing has a key: the relay sees no title', async () => {
     const work = join(root, 'profiles', 'work');
     await relay.pair(work);
-    const file = await readCredentials(work);
-    const secret = randomBytes(32);
-    const provisioned = await provisionE2eKey(
-      work,
-      {
-        installation_id: file?.installation_id,
-        gateway_id: file?.gateway_id,
-        kid: randomBytes(16).toString('hex'),
-        secret: encodeBase64Url(secret),
-      },
-      Date.now(),
-    );
-    expect(provisioned.ok).toBe(true);
+    const { installationId, gatewayId, secret } = await provisionPushKey(work);
     const phone = new ExchangingPhone(host.url, 'phone', PHONE_LABEL, 'iphone-work', { profile: 'work' });
     await phone.agree();
     await phone.send(batch(false));
@@ -249,13 +217,11 @@ describe('the phone.changes nudge through the real relay', () => {
     const envelope = push.payload.conduit_e2e as NodeEnvelope;
     const keys = nodeKeys(secret);
     expect(envelope.msg).toBe(nodeKeyedId(keys.meta, `phone:${written.change.id}`));
-    expect(nodeOpen(envelope, 'phone.changes', file?.installation_id ?? '', file?.gateway_id ?? '', keys.push)).toEqual(
-      {
-        title: `Add “Secret meeting” to Home, ${TOMORROW} 09:00 UTC`,
-        body: 'Hermes asks you to approve this change.',
-        profile: 'work',
-      },
-    );
+    expect(nodeOpen(envelope, 'phone.changes', installationId, gatewayId, keys.push)).toEqual({
+      title: `Add “Secret meeting” to Home, ${TOMORROW} 09:00 UTC`,
+      body: 'Hermes asks you to approve this change.',
+      profile: 'work',
+    });
     expect((await phone.exchange()).changes.map((change) => change.id)).toEqual([written.change.id]);
   });
 

@@ -6,9 +6,8 @@ import { PHONE_SHAPE } from '../../src/features/phone/index.js';
 import { PhoneDataStore } from '../../src/kernel/phone-data/store.js';
 import { readOrCreateMcpToken } from '../../src/mcp/mcp-token.js';
 import { ManualClock, tempHermesHome, testConfig } from '../support/config.js';
-import { callHook } from '../support/hook-call.js';
 import { startHost } from '../support/host.js';
-import { connectMcp } from '../support/mcp-client.js';
+import { callToolAsHermes } from '../support/mcp-client.js';
 import { ExchangingPhone, type ExchangeEnvelope } from '../support/phone-exchange-stand-in.js';
 
 /**
@@ -83,13 +82,8 @@ beforeEach(async () => {
   clock.advance(61_000);
   DAY = nowS() - (nowS() % 86_400);
   TOMORROW = dateOf(DAY + 86_400);
-  const wiped = await fetch(`${host.url}/api/plugins/conduit_push/phone/wipe`, {
-    method: 'POST',
-    headers: { authorization: 'Bearer standalone-test-token-0123456789', 'content-type': 'application/json' },
-    body: JSON.stringify({ all: true }),
-  });
-  expect(wiped.status).toBe(200);
   phone = new ExchangingPhone(host.url, 'phone', PHONE_LABEL, `iphone-${++phones}`);
+  expect((await phone.call('POST', 'wipe', { all: true })).status).toBe(200);
   expect((await phone.agree()).status).toBe(200);
   expect((await phone.send(batch())).status).toBe(200);
 });
@@ -99,26 +93,9 @@ async function tool(
   name: string,
   args: Record<string, unknown>,
 ): Promise<{ error: boolean; body: Record<string, unknown>; text: string }> {
-  const hooked = await callHook(host.url, host.hookToken, {
-    hook_event_name: 'pre_tool_call',
-    profile: 'default',
-    session_id: 'chat-changes',
-    tool_name: `mcp_conduit_${name}`,
-    tool_input: args,
-    extra: { turn_id: 't-changes', tool_call_id: 'tc-1' },
-  });
-  const client = await connectMcp(host.url, mcpToken);
-  try {
-    const result = await client.callTool({
-      name,
-      arguments: (hooked.answer as { args: Record<string, unknown> }).args,
-    });
-    const text = (result.content as { text: string }[])[0]?.text ?? '';
-    const error = result.isError === true;
-    return { error, text, body: error ? {} : (JSON.parse(text) as Record<string, unknown>) };
-  } finally {
-    await client.close();
-  }
+  const from = { session: 'chat-changes', turn: 't-changes', toolCall: 'tc-1' };
+  const { isError: error, text } = await callToolAsHermes(host, mcpToken, name, args, from);
+  return { error, text, body: error ? {} : (JSON.parse(text) as Record<string, unknown>) };
 }
 
 type ModelChange = {

@@ -3,10 +3,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PHONE_LABEL } from '@conduit/contracts/dashboard/phone';
 import type { Host } from '../../src/app.js';
 import { readOrCreateMcpToken } from '../../src/mcp/mcp-token.js';
-import { ManualClock, TEST_TOKEN, tempHermesHome, testConfig } from '../support/config.js';
+import { ManualClock, tempHermesHome, testConfig } from '../support/config.js';
 import { callHook } from '../support/hook-call.js';
 import { startHost } from '../support/host.js';
-import { connectMcp } from '../support/mcp-client.js';
+import { callToolAsHermes, listToolNames } from '../support/mcp-client.js';
 import { ExchangingPhone } from '../support/phone-exchange-stand-in.js';
 
 /**
@@ -61,46 +61,17 @@ afterAll(async () => {
 beforeEach(async () => {
   // Fresh rate windows and a fresh store (the "Conduit first" lookup is cached a minute).
   clock.advance(61_000);
-  const wiped = await fetch(`${host.url}/api/plugins/conduit_push/phone/wipe`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${TEST_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ all: true }),
-  });
-  expect(wiped.status).toBe(200);
   phone = new ExchangingPhone(host.url, 'phone', PHONE_LABEL, `iphone-${++phones}`);
+  expect((await phone.call('POST', 'wipe', { all: true })).status).toBe(200);
   expect((await phone.agree()).status).toBe(200);
 });
 
-async function tools(): Promise<string[]> {
-  const client = await connectMcp(host.url, mcpToken);
-  try {
-    return (await client.listTools()).tools.map((tool) => tool.name);
-  } finally {
-    await client.close();
-  }
-}
+const tools = () => listToolNames(host.url, mcpToken);
 
 async function tool(name: string, args: Record<string, unknown>) {
-  const hooked = await callHook(host.url, host.hookToken, {
-    hook_event_name: 'pre_tool_call',
-    profile: 'default',
-    session_id: 'chat-contacts',
-    tool_name: `mcp_conduit_${name}`,
-    tool_input: args,
-    extra: { turn_id: 't-contacts', tool_call_id: 'tc-1' },
-  });
-  const client = await connectMcp(host.url, mcpToken);
-  try {
-    const result = await client.callTool({
-      name,
-      arguments: (hooked.answer as { args: Record<string, unknown> }).args,
-    });
-    const text = (result.content as { text: string }[])[0]?.text ?? '';
-    const error = result.isError === true;
-    return { error, text, body: error ? {} : (JSON.parse(text) as Record<string, unknown>) };
-  } finally {
-    await client.close();
-  }
+  const from = { session: 'chat-contacts', turn: 't-contacts', toolCall: 'tc-1' };
+  const { isError: error, text } = await callToolAsHermes(host, mcpToken, name, args, from);
+  return { error, text, body: error ? {} : (JSON.parse(text) as Record<string, unknown>) };
 }
 
 async function conduitFirst(): Promise<unknown> {
@@ -125,18 +96,16 @@ describe('contacts', () => {
     expect(await tools()).not.toContain('conduit_contacts');
 
     const people = Array.from({ length: 198 }, (_, i) => person(i));
-    people.push(
-      person(900, {
-        name: 'Anna Berg',
-        nickname: 'Annie',
-        relation: 'wife',
-        phones: [{ label: 'mobile', number: '+46 70 123 45 67' }],
-        emails: [{ address: 'anna@example.com' }],
-        birthday: '--04-12',
-        organization: 'Berg AB',
-      }),
-      person(901, { name: 'Dr Lee', relation: 'dentist', birthday: '1970-01-02' }),
-    );
+    const anna = {
+      name: 'Anna Berg',
+      nickname: 'Annie',
+      relation: 'wife',
+      phones: [{ label: 'mobile', number: '+46 70 123 45 67' }],
+      emails: [{ address: 'anna@example.com' }],
+      birthday: '--04-12',
+      organization: 'Berg AB',
+    };
+    people.push(person(900, anna), person(901, { name: 'Dr Lee', relation: 'dentist', birthday: '1970-01-02' }));
     const stored = await phone.send({ v: 1, sharing: sharing(), contacts: people });
     expect(stored).toMatchObject({ status: 200, body: { stored: 200, ignored: 0 } });
     expect(await tools()).toContain('conduit_contacts');
@@ -144,19 +113,8 @@ describe('contacts', () => {
     const all = await tool('conduit_contacts', { action: 'people' });
     expect(all.body).toMatchObject({ ok: true, count: 200 });
     const wife = await tool('conduit_contacts', { action: 'people', query: 'WIFE' });
-    expect(wife.body.people).toEqual([
-      {
-        device_id: phone.deviceId,
-        id: 'person-900',
-        name: 'Anna Berg',
-        nickname: 'Annie',
-        relation: 'wife',
-        phones: [{ label: 'mobile', number: '+46 70 123 45 67' }],
-        emails: [{ address: 'anna@example.com' }],
-        birthday: '--04-12',
-        organization: 'Berg AB',
-      },
-    ]);
+    // Every field the phone sent comes back, with the device it came from.
+    expect(wife.body.people).toEqual([{ device_id: phone.deviceId, id: 'person-900', ...anna }]);
     expect(
       ((await tool('conduit_contacts', { action: 'people', query: '123 45' })).body.people as { id: string }[]).map(
         (p) => p.id,

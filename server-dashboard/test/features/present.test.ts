@@ -7,7 +7,6 @@
  */
 import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/app.js';
 import { httpRelayGateway } from '../../src/delivery/relay-gateway.js';
@@ -26,7 +25,7 @@ import { ManualClock, TEST_TOKEN, tempHermesHome, testConfig } from '../support/
 import { FakeRelay } from '../support/fake-relay.js';
 import { callHook } from '../support/hook-call.js';
 import { startHost } from '../support/host.js';
-import { connectMcp } from '../support/mcp-client.js';
+import { callToolAsHermes, connectMcp, listToolNames } from '../support/mcp-client.js';
 import { writePairing } from '../support/pairing.js';
 
 const TOOL = 'conduit_present';
@@ -83,40 +82,22 @@ interface ToolAnswer {
   nudge?: string;
 }
 
-async function listTools(profile = 'default'): Promise<string[]> {
-  const client = await connectMcp(host.url, mcpToken, profile);
-  try {
-    return (await client.listTools()).tools.map((tool) => tool.name);
-  } finally {
-    await client.close();
-  }
-}
+const listTools = (profile = 'default') => listToolNames(host.url, mcpToken, profile);
 
 /** The hook first (it signs the calling turn into the arguments), then the tool, as Hermes does. */
 async function tool(
   args: Record<string, unknown>,
   options: { session?: string; profile?: string; child?: boolean } = {},
 ): Promise<{ isError: boolean; body: ToolAnswer }> {
-  const profile = options.profile ?? 'default';
   const session = options.session ?? 'chat-1';
-  const hooked = await callHook(host.url, host.hookToken, {
-    hook_event_name: 'pre_tool_call',
-    profile,
-    session_id: session,
-    tool_name: `mcp_conduit_${TOOL}`,
-    tool_input: args,
-    extra: { turn_id: `t-${session}`, tool_call_id: `tc-${Math.random()}` },
+  const answer = await callToolAsHermes(host, mcpToken, TOOL, args, {
+    profile: options.profile ?? 'default',
+    session,
+    turn: `t-${session}`,
+    toolCall: `tc-${Math.random()}`,
   });
-  const modified = hooked.answer as { action: string; args: Record<string, unknown> };
-  expect(modified.action).toBe('modify');
-  const client: Client = await connectMcp(host.url, mcpToken, profile);
-  try {
-    const result = await client.callTool({ name: TOOL, arguments: modified.args });
-    const text = (result.content as { type: string; text: string }[])[0]?.text ?? '';
-    return { isError: result.isError === true, body: JSON.parse(text) as ToolAnswer };
-  } finally {
-    await client.close();
-  }
+  expect(answer.hookAction).toBe('modify');
+  return { isError: answer.isError, body: JSON.parse(answer.text) as ToolAnswer };
 }
 
 interface ExchangeResult {

@@ -18,6 +18,16 @@ const RECENT_OWNER_MS = 2_000;
 const RECENT_OWNERS_MAX = 10_000;
 /** A gateway's home lasts while its replica lives; this only bounds a key nobody reads any more. */
 const HOME_TTL_MS = 24 * 60 * 60_000;
+/**
+ * Audio one replica may have sent another for a bridge end and not yet had acknowledged. Redis
+ * publishes without flow control, so without a window a writer faster than the replicas carry it
+ * (or a reader's full buffer reported late) would queue megabytes in Redis and in the receiving
+ * replica before the pause arrives. 256 KB is over 2 s of audio at the default 96 KB/s per socket,
+ * so a stream within the rate is never held by it.
+ */
+const IN_FLIGHT_BYTES = 256 * 1024;
+/** The receiver acknowledges in steps this large: one extra message per 64 KB, not per message. */
+const ACK_EVERY_BYTES = 64 * 1024;
 
 /**
  * The replica holding a grant, if it is alive: one round trip. KEYS: the grant's owner key.
@@ -146,6 +156,7 @@ const Polled = z.union([
 const AudioAttach = z.object({ end: z.string(), gid: Gid, side: z.enum(['host', 'watch']) });
 const AudioData = z.object({ end: z.string(), p: z.string() });
 const AudioEndRef = z.object({ end: z.string() });
+const AudioAck = z.object({ end: z.string(), n: z.number().int().positive() });
 const AudioClose = z.object({ end: z.string(), code: z.number().int(), reason: z.string() });
 const CLOSE_REASONS = new Set<string>(Object.values(CloseReason));
 
@@ -156,13 +167,19 @@ const fromWire = (wire: z.infer<typeof View> | null): GrantView | undefined =>
 /**
  * A bridge end whose socket another replica holds: what the bridge sends goes there over the bus,
  * in order; closing it closes the socket there with the same code and reason. The other replica
- * reports a full socket buffer (`audio-full`) and its drain, so a slow reader still pauses the
- * writer; at most the messages in flight on Redis are buffered meanwhile.
+ * reports a full socket buffer (`audio-full`) and its drain, and acknowledges what it took
+ * (`audio-out-ack`): the end counts as full while either its socket is or IN_FLIGHT_BYTES are
+ * unacknowledged, so a slow reader, or a slow replica, still pauses the writer. This end acknowledges
+ * the audio it gets from there in turn (`audio-in-ack`), for that replica's window.
  */
 class RemoteEnd implements BridgeEnd {
   private closed = false;
   private gone = false;
   private full = false;
+  /** Bytes sent there not yet acknowledged. */
+  private unacked = 0;
+  /** Bytes received from there since this end last acknowledged. */
+  private taken = 0;
   private readonly drainListeners: (() => void)[] = [];
 
   constructor(
@@ -179,11 +196,12 @@ class RemoteEnd implements BridgeEnd {
   send(payload: Buffer): boolean {
     if (!this.open) return true;
     this.bus.send(this.front, 'audio-out', { end: this.id, p: payload.toString('base64') });
-    return !this.full;
+    this.unacked += payload.length;
+    return this.accepting;
   }
 
   onDrain(listener: () => void): void {
-    if (!this.full) listener();
+    if (this.accepting) listener();
     else this.drainListeners.push(listener);
   }
 
@@ -203,12 +221,31 @@ class RemoteEnd implements BridgeEnd {
   }
 
   message(payload: Buffer): void {
-    if (this.open) this.handlers.onMessage(payload);
+    if (!this.open) return;
+    this.handlers.onMessage(payload);
+    // After the bridge passed it on: a pause it caused reaches the front before this acknowledgement.
+    this.taken += payload.length;
+    if (this.taken < ACK_EVERY_BYTES) return;
+    this.bus.send(this.front, 'audio-in-ack', { end: this.id, n: this.taken });
+    this.taken = 0;
   }
 
   setFull(full: boolean): void {
     this.full = full;
-    if (full) return;
+    this.drainIfAccepting();
+  }
+
+  acknowledged(bytes: number): void {
+    this.unacked = Math.max(0, this.unacked - bytes);
+    this.drainIfAccepting();
+  }
+
+  private get accepting(): boolean {
+    return !this.full && this.unacked <= IN_FLIGHT_BYTES;
+  }
+
+  private drainIfAccepting(): void {
+    if (!this.accepting) return;
     for (const listener of this.drainListeners.splice(0)) listener();
   }
 
@@ -217,6 +254,70 @@ class RemoteEnd implements BridgeEnd {
     if (this.gone) return;
     this.gone = true;
     this.handlers.onGone();
+  }
+}
+
+/**
+ * A socket this replica holds for a bridge on another replica (its owner). What it reads goes to the
+ * owner, and reading stops while IN_FLIGHT_BYTES of it are unacknowledged or while the owner holds it
+ * (the bridge's other end is full), so TCP slows the writer instead of Redis and the owner queueing.
+ * What the owner sends is written to the socket; a full socket buffer is reported once until it
+ * drains, and what was taken is acknowledged for the owner's window.
+ */
+class FrontEnd {
+  private unacked = 0;
+  private heldByOwner = false;
+  private paused = false;
+  private full = false;
+  /** Bytes of the owner's audio written since the last acknowledgement. */
+  private written = 0;
+
+  constructor(
+    private readonly bus: ReplicaBus,
+    readonly socket: BridgeSocket,
+    readonly owner: string,
+    readonly id: string,
+  ) {}
+
+  /** Sends what the socket read to the owner. */
+  forward(payload: Buffer): void {
+    this.bus.send(this.owner, 'audio-in', { end: this.id, p: payload.toString('base64') });
+    this.unacked += payload.length;
+    this.flow();
+  }
+
+  acknowledged(bytes: number): void {
+    this.unacked = Math.max(0, this.unacked - bytes);
+    this.flow();
+  }
+
+  hold(held: boolean): void {
+    this.heldByOwner = held;
+    this.flow();
+  }
+
+  /** Writes the owner's audio to the socket. */
+  write(payload: Buffer): void {
+    if (!this.socket.send(payload) && !this.full) {
+      this.full = true;
+      this.bus.send(this.owner, 'audio-full', { end: this.id });
+      this.socket.onDrain(() => {
+        this.full = false;
+        this.bus.send(this.owner, 'audio-drained', { end: this.id });
+      });
+    }
+    this.written += payload.length;
+    if (this.written < ACK_EVERY_BYTES) return;
+    this.bus.send(this.owner, 'audio-out-ack', { end: this.id, n: this.written });
+    this.written = 0;
+  }
+
+  private flow(): void {
+    const pause = this.heldByOwner || this.unacked > IN_FLIGHT_BYTES;
+    if (pause === this.paused) return;
+    this.paused = pause;
+    if (pause) this.socket.pause();
+    else this.socket.resume();
   }
 }
 
@@ -241,7 +342,7 @@ export class ClusterWatchGrants implements WatchGrants {
    */
   private readonly recentOwners = new Map<string, { owner: string; at: number }>();
   /** Sockets this replica holds for bridges on other replicas, by end id. */
-  private readonly frontEnds = new Map<string, { socket: BridgeSocket; owner: string }>();
+  private readonly frontEnds = new Map<string, FrontEnd>();
 
   constructor(
     private readonly local: LocalWatchGrants,
@@ -504,10 +605,9 @@ export class ClusterWatchGrants implements WatchGrants {
     const end = randomUUID();
     const bridgeSocket = new BridgeSocket(socket, {
       idleMs: this.settings.audioIdleMs,
+      bytesPerS: this.settings.audioBytesPerS,
       now: this.now,
-      onMessage: (payload) => {
-        if (owner) this.bus.send(owner, 'audio-in', { end, p: payload.toString('base64') });
-      },
+      onMessage: (payload) => this.frontEnds.get(end)?.forward(payload),
       onGone: () => {
         if (!this.frontEnds.delete(end)) return;
         stopWatching();
@@ -523,7 +623,7 @@ export class ClusterWatchGrants implements WatchGrants {
       bridgeSocket.close(CloseCode.grantClosed, CloseReason.grantClosed);
       return;
     }
-    this.frontEnds.set(end, { socket: bridgeSocket, owner });
+    this.frontEnds.set(end, new FrontEnd(this.bus, bridgeSocket, owner, end));
     // The bridge's replica died: its sockets here close as a relay shutdown closes them.
     const stopWatching = this.bus.watchPeer(owner, () =>
       this.frontEnds.get(end)?.socket.close(CloseCode.goingAway, CloseReason.goingAway),
@@ -628,16 +728,18 @@ export class ClusterWatchGrants implements WatchGrants {
       const parsed = AudioEndRef.safeParse(payload);
       if (parsed.success) this.remoteEnds.get(parsed.data.end)?.setFull(false);
     });
+    bus.onMessage('audio-out-ack', (payload) => {
+      const parsed = AudioAck.safeParse(payload);
+      if (parsed.success) this.remoteEnds.get(parsed.data.end)?.acknowledged(parsed.data.n);
+    });
     // Front side.
     bus.onMessage('audio-out', (payload) => {
       const parsed = AudioData.safeParse(payload);
-      if (!parsed.success) return;
-      const front = this.frontEnds.get(parsed.data.end);
-      if (!front) return;
-      if (front.socket.send(Buffer.from(parsed.data.p, 'base64'))) return;
-      const { end } = parsed.data;
-      bus.send(front.owner, 'audio-full', { end });
-      front.socket.onDrain(() => bus.send(front.owner, 'audio-drained', { end }));
+      if (parsed.success) this.frontEnds.get(parsed.data.end)?.write(Buffer.from(parsed.data.p, 'base64'));
+    });
+    bus.onMessage('audio-in-ack', (payload) => {
+      const parsed = AudioAck.safeParse(payload);
+      if (parsed.success) this.frontEnds.get(parsed.data.end)?.acknowledged(parsed.data.n);
     });
     bus.onMessage('audio-close', (payload) => {
       const parsed = AudioClose.safeParse(payload);
@@ -646,11 +748,11 @@ export class ClusterWatchGrants implements WatchGrants {
     });
     bus.onMessage('audio-pause', (payload) => {
       const parsed = AudioEndRef.safeParse(payload);
-      if (parsed.success) this.frontEnds.get(parsed.data.end)?.socket.pause();
+      if (parsed.success) this.frontEnds.get(parsed.data.end)?.hold(true);
     });
     bus.onMessage('audio-resume', (payload) => {
       const parsed = AudioEndRef.safeParse(payload);
-      if (parsed.success) this.frontEnds.get(parsed.data.end)?.socket.resume();
+      if (parsed.success) this.frontEnds.get(parsed.data.end)?.hold(false);
     });
   }
 }

@@ -41,6 +41,8 @@ export interface AudioBridgeLimits {
   maxBridges: number;
   maxBridgesPerGateway: number;
   idleMs: number;
+  /** Inbound bytes per second one socket may send (BridgeSocketOptions.bytesPerS). */
+  bytesPerS: number;
 }
 
 /**
@@ -172,7 +174,12 @@ export class AudioBridges {
 
   /** A socket on this process as a bridge end. */
   private socketEnd(socket: Duplex, handlers: BridgeEndHandlers): BridgeSocket {
-    return new BridgeSocket(socket, { idleMs: this.limits.idleMs, now: this.now, ...handlers });
+    return new BridgeSocket(socket, {
+      idleMs: this.limits.idleMs,
+      bytesPerS: this.limits.bytesPerS,
+      now: this.now,
+      ...handlers,
+    });
   }
 
   /** The grant closed: both ends get 4010. */

@@ -2,14 +2,15 @@ import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { CloseCode, closePayload, CloseReason, frameHeader, FrameReader, Opcode } from './ws-frames.js';
 
-/** Per-socket inbound rate: 96 KB/s averaged over 5 s (API.md §5). */
-export const RATE_BYTES_PER_S = 96 * 1024;
+/** The per-socket inbound rate is averaged over this window (API.md §5: 5 s). */
 export const RATE_WINDOW_S = 5;
 /** How long a closing socket may take to close its side before it is destroyed. */
 const CLOSE_GRACE_MS = 1_000;
 
 export interface BridgeSocketOptions {
   idleMs: number;
+  /** RELAY_WATCH_AUDIO_BYTES_PER_S: inbound bytes per second, averaged over RATE_WINDOW_S, before 4429. */
+  bytesPerS: number;
   now: () => number;
   /** A binary message that passed every check. */
   onMessage(payload: Buffer): void;
@@ -19,7 +20,7 @@ export interface BridgeSocketOptions {
 
 /**
  * One end of the audio bridge over an upgraded socket: enforces the per-socket rules (first byte
- * never 0, 96 KB/s over 5 s, idle timeout), answers pings, and closes with the right code. The
+ * never 0, the inbound rate over 5 s, idle timeout), answers pings, and closes with the right code. The
  * socket's own flow control is the backpressure: `pause()` stops reading, so a slow peer slows the
  * sender over TCP instead of the relay buffering.
  */
@@ -138,7 +139,7 @@ export class BridgeSocket {
       if (bucket <= second - RATE_WINDOW_S) this.rateBuckets.delete(bucket);
       else total += count;
     }
-    return total > RATE_BYTES_PER_S * RATE_WINDOW_S;
+    return total > this.options.bytesPerS * RATE_WINDOW_S;
   }
 
   private touch(): void {

@@ -38,6 +38,8 @@ export interface WatchSettings {
   hostGoneMs: number;
   /** WATCH_AUDIO_IDLE_MS: an audio socket silent this long is closed 4408 (60 s). */
   audioIdleMs: number;
+  /** RELAY_WATCH_AUDIO_BYTES_PER_S: what one audio socket may send per second, over 5 s (else 4429). */
+  audioBytesPerS: number;
   /** RELAY_MAPS_TOKENS_PER_INSTALLATION_PER_DAY: Maps tokens handed to one installation's hosts per 24 h. */
   mapsTokensPerInstallationPerDay: number;
 }

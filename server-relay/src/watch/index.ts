@@ -40,6 +40,7 @@ export function registerWatchFeatures(app: FastifyInstance, deps: WatchDeps): vo
       maxBridges: deps.distribute ? Number.MAX_SAFE_INTEGER : settings.maxAudioBridges,
       maxBridgesPerGateway: settings.maxAudioBridgesPerGateway,
       idleMs: settings.audioIdleMs,
+      bytesPerS: settings.audioBytesPerS,
     },
     deps.now,
   );

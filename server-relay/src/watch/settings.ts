@@ -14,6 +14,7 @@ export const WATCH_DEFAULTS: WatchSettings = {
   hostPollWaitMs: 25_000,
   hostGoneMs: 40_000,
   audioIdleMs: 60_000,
+  audioBytesPerS: LIMIT_TABLE.watchAudioBytesPerS.default,
   mapsTokensPerInstallationPerDay: LIMIT_TABLE.mapsTokensPerInstallationPerDay.default,
 };
 

@@ -4,59 +4,14 @@
  * 2): each test starts an exchange on one replica and finishes it on another, so it fails if that
  * piece were per process.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deviceToken, eventId, ROOMY_BUDGETS, TOPIC, type CapturedPush } from '../conformance/relay.js';
-import { open, type Opened } from '../watch/ws-clients.js';
-import { connectTestRedis, startCluster, waitFor, type Cluster, type Replica } from './cluster.js';
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { deviceToken, eventId, ROOMY_BUDGETS, type CapturedPush } from '../conformance/relay.js';
+import { audioMessage, open } from '../watch/ws-clients.js';
+import { connectTestRedis, waitFor } from './cluster.js';
+import { clusterForFile, messagesOf, openGrant, pairedPhone, wsUrl, type Caller } from './fixtures.js';
 
-let cluster: Cluster;
-let one: Replica;
-let two: Replica;
-let three: Replica;
-
-beforeAll(async () => {
-  cluster = await startCluster({ replicas: 3, env: ROOMY_BUDGETS });
-  [one, two, three] = cluster.replicas as [Replica, Replica, Replica];
-}, 120_000);
-
-afterAll(async () => {
-  await cluster?.stop();
-});
-
-type Caller = Pick<Replica, 'call'>;
-
-interface Paired {
-  installationId: string;
-  device: string;
-  gatewayId: string;
-  gateway: string;
-}
-
-/** A phone registered on `registerOn` and a host paired through `claimOn`. */
-async function pairedPhone(registerOn: Caller, claimOn: Caller, extra: Record<string, unknown> = {}): Promise<Paired> {
-  const registered = await registerOn.call('POST', '/v1/installations', {
-    body: { bundle_id: TOPIC, device_token: deviceToken(), environment: 'production', ...extra },
-  });
-  expect(registered.status, registered.text).toBe(201);
-  const phone = registered.json as { installation: { id: string }; credential: string };
-  const device = `Bearer ${phone.credential}`;
-  const created = await registerOn.call('POST', `/v1/installations/${phone.installation.id}/pairings`, {
-    auth: device,
-    body: {},
-  });
-  expect(created.status, created.text).toBe(201);
-  const code = (created.json as { pairing_code: string }).pairing_code;
-  const claimed = await claimOn.call('POST', '/v1/pairings/claim', { body: { pairing_code: code } });
-  expect(claimed.status, claimed.text).toBe(200);
-  const host = claimed.json as { gateway_id: string; credential: string };
-  return {
-    installationId: phone.installation.id,
-    device,
-    gatewayId: host.gateway_id,
-    gateway: `Bearer ${host.credential}`,
-  };
-}
+const { cluster, one, two, three } = clusterForFile({ replicas: 3, env: ROOMY_BUDGETS });
 
 interface RingTicket {
   id: string;
@@ -199,26 +154,6 @@ describe('decisions are shared', () => {
   });
 });
 
-interface WatchGrant {
-  gid: string;
-  watch: string;
-}
-
-async function openGrant(on: Caller, gateway: string, audio = false): Promise<WatchGrant> {
-  const key = randomBytes(32).toString('base64url');
-  const created = await on.call('POST', '/v1/watch-tools/grants', {
-    auth: gateway,
-    body: {
-      watch_key_sha256: createHash('sha256').update(key, 'ascii').digest('hex'),
-      ttl_s: 600,
-      max_calls: 10,
-      audio,
-    },
-  });
-  expect(created.status, created.text).toBe(201);
-  return { gid: (created.json as { grant_id: string }).grant_id, watch: `Bearer ${key}` };
-}
-
 const sealed = () => ({ n: randomBytes(12).toString('base64url'), ct: randomBytes(64).toString('base64url') });
 
 describe('Watch tool grants are shared', () => {
@@ -281,25 +216,6 @@ describe('Watch tool grants are shared', () => {
   });
 });
 
-const wsUrl = (replica: Replica, gid: string, side: 'host' | 'watch') =>
-  `${replica.url.replace('http', 'ws')}/v1/watch-audio/${gid}/${side}`;
-
-/** Resolves once `socket` holds `count` messages. */
-async function messagesOf(socket: Opened, count: number): Promise<Buffer[]> {
-  await waitFor(
-    () => socket.messages.length >= count,
-    () => `${count} messages (have ${socket.messages.length})`,
-  );
-  return socket.messages.slice(0, count);
-}
-
-/** A message whose first byte is never 0 (reserved for the relay's notices). */
-function audio(size: number): Buffer {
-  const bytes = randomBytes(size);
-  bytes[0] = 1 + ((bytes[0] ?? 0) % 255);
-  return bytes;
-}
-
 describe('Watch audio bridges are joined through Redis', () => {
   it('host on replica 2, Watch on replica 3: notices, byte-exact audio both ways, Watch gone, grant closed 4010', async () => {
     const phone = await pairedPhone(one, one);
@@ -308,9 +224,9 @@ describe('Watch audio bridges are joined through Redis', () => {
     const watch = await open(wsUrl(three, grant.gid, 'watch'), grant.watch);
     expect(await messagesOf(host, 1)).toEqual([Buffer.from([0, 1])]);
 
-    const up = [audio(1), audio(640), audio(65_536), audio(3_000)];
+    const up = [audioMessage(1), audioMessage(640), audioMessage(65_536), audioMessage(3_000)];
     for (const message of up) watch.ws.send(message);
-    const down = [audio(320), audio(65_536), audio(7)];
+    const down = [audioMessage(320), audioMessage(65_536), audioMessage(7)];
     for (const message of down) host.ws.send(message);
     expect(Buffer.concat((await messagesOf(host, 1 + up.length)).slice(1)).equals(Buffer.concat(up))).toBe(true);
     expect((await messagesOf(host, 1 + up.length)).slice(1).map((m) => m.length)).toEqual(up.map((m) => m.length));

@@ -4,41 +4,15 @@
  * shows at once (issue 22: the deferred writes across replicas). Fails with the pending values per
  * process.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deviceToken, eventId, ROOMY_BUDGETS, TOPIC } from '../conformance/relay.js';
-import { startCluster, type Cluster, type Replica } from './cluster.js';
+import { describe, expect, it } from 'vitest';
+import { eventId, ROOMY_BUDGETS } from '../conformance/relay.js';
+import type { Replica } from './cluster.js';
+import { clusterForFile, pairedPhone } from './fixtures.js';
 
-let cluster: Cluster;
-let one: Replica;
-let two: Replica;
-let three: Replica;
-
-beforeAll(async () => {
-  cluster = await startCluster({ replicas: 3, env: { ...ROOMY_BUDGETS, CONDUIT_CHECK_REPLIES: '1' } });
-  [one, two, three] = cluster.replicas as [Replica, Replica, Replica];
-}, 120_000);
-
-afterAll(async () => {
-  await cluster?.stop();
+const { one, two, three } = clusterForFile({
+  replicas: 3,
+  env: { ...ROOMY_BUDGETS, CONDUIT_CHECK_REPLIES: '1' },
 });
-
-async function paired(on: Replica): Promise<{ device: string; gateway: string; gatewayId: string }> {
-  const registered = await on.call('POST', '/v1/installations', {
-    body: { bundle_id: TOPIC, device_token: deviceToken(), environment: 'production' },
-  });
-  expect(registered.status, registered.text).toBe(201);
-  const phone = registered.json as { installation: { id: string }; credential: string };
-  const device = `Bearer ${phone.credential}`;
-  const created = await on.call('POST', `/v1/installations/${phone.installation.id}/pairings`, {
-    auth: device,
-    body: {},
-  });
-  const code = (created.json as { pairing_code: string }).pairing_code;
-  const claimed = await on.call('POST', '/v1/pairings/claim', { body: { pairing_code: code } });
-  expect(claimed.status, claimed.text).toBe(200);
-  const host = claimed.json as { gateway_id: string; credential: string };
-  return { device, gateway: `Bearer ${host.credential}`, gatewayId: host.gateway_id };
-}
 
 async function gatewayOnMeta(on: Replica, device: string, gatewayId: string) {
   const meta = await on.call('GET', '/v1/meta', { auth: device });
@@ -48,7 +22,7 @@ async function gatewayOnMeta(on: Replica, device: string, gatewayId: string) {
 
 describe('gateway activity across replicas, before the deferred flush', () => {
   it('a plugin.hello through one replica is on /v1/meta of the others at once', async () => {
-    const phone = await paired(one);
+    const phone = await pairedPhone(one);
     const before = Date.now();
     const hello = await two.call('POST', '/v1/events', {
       auth: phone.gateway,
@@ -64,7 +38,7 @@ describe('gateway activity across replicas, before the deferred flush', () => {
   });
 
   it('a newer plugin version through a third replica replaces the first everywhere', async () => {
-    const phone = await paired(two);
+    const phone = await pairedPhone(two);
     const id = eventId();
     const send = (on: Replica, version: string) =>
       on.call('POST', '/v1/events', {

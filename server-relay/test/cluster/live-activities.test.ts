@@ -5,47 +5,15 @@
  * fails if the registrations were per process.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deviceToken, ROOMY_BUDGETS, TOPIC } from '../conformance/relay.js';
-import { startCluster, type Cluster, type Replica } from './cluster.js';
+import { describe, expect, it } from 'vitest';
+import { ROOMY_BUDGETS, TOPIC } from '../conformance/relay.js';
+import type { Replica } from './cluster.js';
+import { clusterForFile, pairedPhone } from './fixtures.js';
 
-let cluster: Cluster;
-let one: Replica;
-let two: Replica;
-let three: Replica;
-
-beforeAll(async () => {
-  cluster = await startCluster({ replicas: 3, env: { ...ROOMY_BUDGETS, CONDUIT_CHECK_REPLIES: '1' } });
-  [one, two, three] = cluster.replicas as [Replica, Replica, Replica];
-}, 120_000);
-
-afterAll(async () => {
-  await cluster?.stop();
+const { cluster, one, two, three } = clusterForFile({
+  replicas: 3,
+  env: { ...ROOMY_BUDGETS, CONDUIT_CHECK_REPLIES: '1' },
 });
-
-interface Paired {
-  device: string;
-  gateway: string;
-}
-
-/** A phone registered and a host paired through `on`. */
-async function paired(on: Replica): Promise<Paired> {
-  const registered = await on.call('POST', '/v1/installations', {
-    body: { bundle_id: TOPIC, device_token: deviceToken(), environment: 'production' },
-  });
-  expect(registered.status, registered.text).toBe(201);
-  const phone = registered.json as { installation: { id: string }; credential: string };
-  const device = `Bearer ${phone.credential}`;
-  const created = await on.call('POST', `/v1/installations/${phone.installation.id}/pairings`, {
-    auth: device,
-    body: {},
-  });
-  expect(created.status, created.text).toBe(201);
-  const code = (created.json as { pairing_code: string }).pairing_code;
-  const claimed = await on.call('POST', '/v1/pairings/claim', { body: { pairing_code: code } });
-  expect(claimed.status, claimed.text).toBe(200);
-  return { device, gateway: `Bearer ${(claimed.json as { credential: string }).credential}` };
-}
 
 const activityToken = (): string => randomBytes(32).toString('hex');
 
@@ -75,7 +43,7 @@ async function report(on: Replica, gateway: string, body: Record<string, unknown
 
 describe('Live Activity registrations across replicas', () => {
   it('registered through one replica, pushed by the replica the report reaches', async () => {
-    const phone = await paired(one);
+    const phone = await pairedPhone(one);
     const token = activityToken();
     expect((await register(one, phone.device, token, ['sess-a'])).status).toBe(200);
     const { json, pushes } = await report(two, phone.gateway, progress('sess-a'));
@@ -89,7 +57,7 @@ describe('Live Activity registrations across replicas', () => {
   });
 
   it('re-registering through another replica keeps the first expiry and replaces the session ids', async () => {
-    const phone = await paired(two);
+    const phone = await pairedPhone(two);
     const token = activityToken();
     const first = await register(one, phone.device, token, ['sess-1']);
     const again = await register(three, phone.device, token, ['sess-2']);
@@ -100,8 +68,8 @@ describe('Live Activity registrations across replicas', () => {
   });
 
   it('a token another installation registered on another replica is 409 live_activity_token_in_use', async () => {
-    const owner = await paired(one);
-    const other = await paired(two);
+    const owner = await pairedPhone(one);
+    const other = await pairedPhone(two);
     const token = activityToken();
     expect((await register(one, owner.device, token, ['sess-v'])).status).toBe(200);
     const stolen = await register(two, other.device, token, ['sess-v']);
@@ -114,7 +82,7 @@ describe('Live Activity registrations across replicas', () => {
   });
 
   it('a DELETE through one replica stops the pushes of every replica', async () => {
-    const phone = await paired(three);
+    const phone = await pairedPhone(three);
     const token = activityToken();
     expect((await register(one, phone.device, token, ['sess-d'])).status).toBe(200);
     const removed = await two.call('DELETE', `/v1/live-activities/${token}`, { auth: phone.device });
@@ -127,7 +95,7 @@ describe('Live Activity registrations across replicas', () => {
   });
 
   it("a turn's end reported through one replica ends the registration for every replica", async () => {
-    const phone = await paired(one);
+    const phone = await pairedPhone(one);
     const token = activityToken();
     expect((await register(two, phone.device, token, ['sess-e'])).status).toBe(200);
     const ended = await report(three, phone.gateway, progress('sess-e', { end: true }));
@@ -137,7 +105,7 @@ describe('Live Activity registrations across replicas', () => {
   });
 
   it('an installation holds 8 registrations relay-wide: a ninth, on any replica, replaces the oldest', async () => {
-    const phone = await paired(two);
+    const phone = await pairedPhone(two);
     const replicas = [one, two, three];
     const tokens = Array.from({ length: 9 }, activityToken);
     for (const [i, token] of tokens.entries()) {
@@ -151,7 +119,7 @@ describe('Live Activity registrations across replicas', () => {
 
   // Last: it kills a replica of this file's cluster.
   it('a registration the relay acknowledged outlives the replica that took it (kill -9)', async () => {
-    const phone = await paired(two);
+    const phone = await pairedPhone(two);
     const token = activityToken();
     expect((await register(three, phone.device, token, ['sess-k'])).status).toBe(200);
     await cluster.kill(three);

@@ -7,76 +7,20 @@
  * other replicas keep serving. Decisions have no long poll on this relay (API.md §4): the host's poll
  * is short, so what is checked is that an answer acknowledged by the dead replica is kept.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deviceToken, eventId, ROOMY_BUDGETS, TOPIC, type CapturedPush } from '../conformance/relay.js';
-import { open, type Opened } from '../watch/ws-clients.js';
-import { startCluster, waitFor, type Cluster, type Replica } from './cluster.js';
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { deviceToken, eventId, ROOMY_BUDGETS, type CapturedPush } from '../conformance/relay.js';
+import { open } from '../watch/ws-clients.js';
+import type { Replica } from './cluster.js';
+import { clusterForFile, messagesOf, openGrant, pairedPhone, wsUrl } from './fixtures.js';
 
-let cluster: Cluster;
-
-beforeAll(async () => {
-  cluster = await startCluster({ replicas: 3, env: ROOMY_BUDGETS });
-}, 120_000);
-
-afterAll(async () => {
-  await cluster?.stop();
-});
-
-type Caller = Pick<Replica, 'call'>;
-
-interface Paired {
-  device: string;
-  gatewayId: string;
-  gateway: string;
-}
-
-async function pairedPhone(on: Caller, extra: Record<string, unknown> = {}): Promise<Paired> {
-  const registered = await on.call('POST', '/v1/installations', {
-    body: { bundle_id: TOPIC, device_token: deviceToken(), environment: 'production', ...extra },
-  });
-  expect(registered.status, registered.text).toBe(201);
-  const phone = registered.json as { installation: { id: string }; credential: string };
-  const device = `Bearer ${phone.credential}`;
-  const created = await on.call('POST', `/v1/installations/${phone.installation.id}/pairings`, {
-    auth: device,
-    body: {},
-  });
-  const code = (created.json as { pairing_code: string }).pairing_code;
-  const claimed = await on.call('POST', '/v1/pairings/claim', { body: { pairing_code: code } });
-  expect(claimed.status, claimed.text).toBe(200);
-  const host = claimed.json as { gateway_id: string; credential: string };
-  return { device, gatewayId: host.gateway_id, gateway: `Bearer ${host.credential}` };
-}
-
-async function openGrant(on: Caller, gateway: string, audio: boolean): Promise<{ gid: string; watch: string }> {
-  const key = randomBytes(32).toString('base64url');
-  const created = await on.call('POST', '/v1/watch-tools/grants', {
-    auth: gateway,
-    body: {
-      watch_key_sha256: createHash('sha256').update(key, 'ascii').digest('hex'),
-      ttl_s: 600,
-      max_calls: 10,
-      audio,
-    },
-  });
-  expect(created.status, created.text).toBe(201);
-  return { gid: (created.json as { grant_id: string }).grant_id, watch: `Bearer ${key}` };
-}
+const { cluster } = clusterForFile({ replicas: 3, env: ROOMY_BUDGETS });
 
 const watchCall = () => ({
   rid: randomBytes(16).toString('base64url'),
   n: randomBytes(12).toString('base64url'),
   ct: randomBytes(32).toString('base64url'),
 });
-
-const wsUrl = (replica: Replica, gid: string, side: 'host' | 'watch') =>
-  `${replica.url.replace('http', 'ws')}/v1/watch-audio/${gid}/${side}`;
-
-async function firstMessage(socket: Opened): Promise<Buffer | undefined> {
-  await waitFor(() => socket.messages.length > 0, 'a message');
-  return socket.messages[0];
-}
 
 /** Whether a fetch failed (the connection broke) instead of answering; handled from the start. */
 async function connectionLost(reply: Promise<unknown>): Promise<boolean> {
@@ -101,7 +45,7 @@ describe('one replica killed with -9', () => {
     });
     const bridgeHost = await open(wsUrl(two, victimGrant.gid, 'host'), ownedByVictim.gateway);
     const bridgeWatch = await open(wsUrl(three, victimGrant.gid, 'watch'), victimGrant.watch);
-    expect(await firstMessage(bridgeHost)).toEqual(Buffer.from([0, 1]));
+    expect(await messagesOf(bridgeHost, 1)).toEqual([Buffer.from([0, 1])]);
 
     // Held on the victim itself, on a grant replica 2 holds.
     const ownedByTwo = await pairedPhone(three);
@@ -114,11 +58,11 @@ describe('one replica killed with -9', () => {
     );
     const hostOnVictim = await open(wsUrl(victim, twoGrant.gid, 'host'), ownedByTwo.gateway);
     const watchOfVictimHost = await open(wsUrl(three, twoGrant.gid, 'watch'), twoGrant.watch);
-    expect(await firstMessage(hostOnVictim)).toEqual(Buffer.from([0, 1]));
+    expect(await messagesOf(hostOnVictim, 1)).toEqual([Buffer.from([0, 1])]);
 
     // A ring made through the victim, its session awaited on the victim and on replica 3.
     const phoneVoip = deviceToken();
-    const ringing = await pairedPhone(victim, { voip_token: phoneVoip, watch_voip_token: deviceToken() });
+    const ringing = await pairedPhone(victim, victim, { voip_token: phoneVoip, watch_voip_token: deviceToken() });
     const before = cluster.captures().length;
     const rang = await victim.call('POST', '/v1/events', {
       auth: ringing.gateway,

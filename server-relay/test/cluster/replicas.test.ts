@@ -3,53 +3,15 @@
  * test below fails if the piece it names were per process. One cluster serves the whole file.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deviceToken, eventId, nextIp, TOPIC } from '../conformance/relay.js';
-import { startCluster, waitFor, type Cluster, type Replica } from './cluster.js';
+import { waitFor, type Replica } from './cluster.js';
+import { clusterForFile, pairedPhone, type Caller } from './fixtures.js';
 
 /** Installations this file may hold in all: the capacity test (last) fills what the others leave. */
 const CAPACITY = 10;
 
-let cluster: Cluster;
-
-beforeAll(async () => {
-  cluster = await startCluster({ replicas: 3, env: { RELAY_MAX_INSTALLATIONS: String(CAPACITY) } });
-}, 120_000);
-
-afterAll(async () => {
-  await cluster?.stop();
-});
-
-type Caller = Pick<Replica, 'call'>;
-
-interface Paired {
-  installationId: string;
-  device: string;
-  gateway: string;
-}
-
-/** Registers on `registerOn`, creates the code there and claims it on `claimOn`: a phone with one host. */
-async function pairedPhone(registerOn: Caller, claimOn: Caller): Promise<Paired> {
-  const registered = await registerOn.call('POST', '/v1/installations', {
-    body: { bundle_id: TOPIC, device_token: deviceToken(), environment: 'production' },
-  });
-  expect(registered.status, registered.text).toBe(201);
-  const phone = registered.json as { installation: { id: string }; credential: string };
-  const device = `Bearer ${phone.credential}`;
-  const created = await registerOn.call('POST', `/v1/installations/${phone.installation.id}/pairings`, {
-    auth: device,
-    body: {},
-  });
-  expect(created.status, created.text).toBe(201);
-  const code = (created.json as { pairing_code: string }).pairing_code;
-  const claimed = await claimOn.call('POST', '/v1/pairings/claim', { body: { pairing_code: code } });
-  expect(claimed.status, claimed.text).toBe(200);
-  return {
-    installationId: phone.installation.id,
-    device,
-    gateway: `Bearer ${(claimed.json as { credential: string }).credential}`,
-  };
-}
+const { cluster } = clusterForFile({ replicas: 3, env: { RELAY_MAX_INSTALLATIONS: String(CAPACITY) } });
 
 function postEvent(on: Caller, auth: string, id = eventId('cluster')) {
   return on.call('POST', '/v1/events', { auth, body: { type: 'response.ready', event_id: id } });

@@ -117,6 +117,21 @@ describe('Conference mode: the agent’s name when LIVEKIT_AGENT_NAME is unset',
     return participant;
   }
 
+  /** The gateway's providers with the Hermes runs API of `hermes` as its agent (the name is asked there). */
+  const askingHermes = (hermes: FakeUpstreams) => ({
+    agent: new HermesRunsAgent({ baseUrl: hermes.hermesBaseUrl, apiKey: 'hermes-key' }),
+    stt,
+    tts,
+  });
+
+  /** Alice joins `room`; resolves with her once the gateway has joined it and she sees the agent as `identity`. */
+  async function aliceMeets(gateway: GatewayUnderTest, room: string, identity: string): Promise<TestParticipant> {
+    const alice = await join('alice', room);
+    await gateway.reaches('joined');
+    await alice.sees(identity);
+    return alice;
+  }
+
   beforeAll(async () => {
     server = await startLiveKitTestServer({ apiKey: API_KEY, apiSecret: API_SECRET });
   });
@@ -139,14 +154,8 @@ describe('Conference mode: the agent’s name when LIVEKIT_AGENT_NAME is unset',
       reply: (text) => (text === NAME_QUESTION ? ['Mi', 'ra', '.'] : ['Hello.']),
     });
     const config = conferenceConfig(server.url, { agentName: null });
-    under = startGateway(config, {
-      agent: new HermesRunsAgent({ baseUrl: upstream.hermesBaseUrl, apiKey: 'hermes-key' }),
-      stt,
-      tts,
-    });
-    const alice = await join('alice', config.room);
-    await under.reaches('joined');
-    await alice.sees('hermes-mira');
+    under = startGateway(config, askingHermes(upstream));
+    const alice = await aliceMeets(under, config.room, 'hermes-mira');
     expect(alice.room.remoteParticipants.get('hermes-mira')?.name).toBe('Mira');
     expect(under.gateway.agentIdentity).toBe('hermes-mira');
     // Asked through the gateway's Hermes backend, in a conversation of its own (not the room's).
@@ -158,9 +167,7 @@ describe('Conference mode: the agent’s name when LIVEKIT_AGENT_NAME is unset',
     const gone = under.reaches('watching');
     await alice.leave();
     await gone;
-    const again = await join('alice', config.room);
-    await under.reaches('joined');
-    await again.sees('hermes-mira');
+    const again = await aliceMeets(under, config.room, 'hermes-mira');
     expect(again.room.remoteParticipants.get('hermes-mira')?.name).toBe('Mira');
     expect(again.room.remoteParticipants.has('hermes-hermes')).toBe(false);
     expect(nameQuestions()).toHaveLength(1);
@@ -171,14 +178,8 @@ describe('Conference mode: the agent’s name when LIVEKIT_AGENT_NAME is unset',
   it('an answer that is not a single name falls back to Hermes', async () => {
     upstream = await startFakeUpstreams({ reply: () => ['I am Mira, ', 'nice to meet you.'] });
     const config = conferenceConfig(server.url, { agentName: null });
-    under = startGateway(config, {
-      agent: new HermesRunsAgent({ baseUrl: upstream.hermesBaseUrl, apiKey: 'hermes-key' }),
-      stt,
-      tts,
-    });
-    const alice = await join('alice', config.room);
-    await under.reaches('joined');
-    await alice.sees('hermes-hermes');
+    under = startGateway(config, askingHermes(upstream));
+    const alice = await aliceMeets(under, config.room, 'hermes-hermes');
     expect(alice.room.remoteParticipants.get('hermes-hermes')?.name).toBe('Hermes');
     expect(nameQuestions()).toHaveLength(1);
     const named = await under.logged('the name log', (entry) => entry.event === 'conference_agent_name');
@@ -212,9 +213,7 @@ describe('Conference mode: the agent’s name when LIVEKIT_AGENT_NAME is unset',
     const agent = new SilentAgent();
     const config = conferenceConfig(server.url, { agentName: 'Orla' });
     under = startGateway(config, { agent, stt, tts });
-    const alice = await join('alice', config.room);
-    await under.reaches('joined');
-    await alice.sees('hermes-orla');
+    const alice = await aliceMeets(under, config.room, 'hermes-orla');
     expect(alice.room.remoteParticipants.get('hermes-orla')?.name).toBe('Orla');
     expect(agent.asked).toEqual([]);
   });

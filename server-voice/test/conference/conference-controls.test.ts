@@ -3,16 +3,13 @@ import { ScriptedAgent } from '../../src/agent/scripted-agent.js';
 import { EVENTS_TOPIC, EXTENSIONS_TOPIC } from '../../src/conference/conference-session.js';
 import { ScriptedSpeechToText, ScriptedTextToSpeech } from '../../src/providers/scripted.js';
 import { SpeechProviderError, type TextToSpeech } from '../../src/providers/types.js';
-import { startLiveKitTestServer, type LiveKitTestServer } from '../livekit-server/livekit-test-server.js';
 import {
-  API_KEY,
-  API_SECRET,
-  TestParticipant,
-  conferenceConfig,
+  openConferenceRoom,
   speech,
-  startGateway,
   within,
+  type ConferenceRoom,
   type GatewayUnderTest,
+  type TestParticipant,
 } from './conference-harness.js';
 
 /** The longest silence target: an utterance here ends by end-of-turn long before silence could end it. */
@@ -21,7 +18,7 @@ const SILENCE_SECONDS = 5;
 const END_OF_TURN_DEADLINE_MS = 3_500;
 
 describe('Conference mode: conference.control pause / resume / end-of-turn and frame capture', () => {
-  let server: LiveKitTestServer;
+  let room: ConferenceRoom;
   let under: GatewayUnderTest;
   let alice: TestParticipant;
   const stt = new ScriptedSpeechToText(['hello from alice']);
@@ -50,23 +47,14 @@ describe('Conference mode: conference.control pause / resume / end-of-turn and f
   }
 
   beforeAll(async () => {
-    server = await startLiveKitTestServer({ apiKey: API_KEY, apiSecret: API_SECRET });
-    const conference = conferenceConfig(server.url);
-    under = startGateway(
-      conference,
-      { agent: new ScriptedAgent(() => [{ delta: 'Noted.' }]), stt, tts: new ScriptedTextToSpeech() },
-      { silenceSeconds: SILENCE_SECONDS },
+    room = await openConferenceRoom(
+      { agent: new ScriptedAgent(() => [{ delta: 'Noted.' }]), stt },
+      { gateway: { silenceSeconds: SILENCE_SECONDS } },
     );
-    alice = await TestParticipant.join(server, 'alice', conference.room);
-    await under.reaches('joined');
-    await alice.waitForType('session.created');
+    ({ under, alice } = room);
   });
 
-  afterAll(async () => {
-    await under?.gateway.stop();
-    await alice?.leave();
-    await server?.close();
-  });
+  afterAll(() => room?.close());
 
   it('end-of-turn dispatches the sender’s utterance at once, without waiting for the silence target', async () => {
     const from = alice.events.length;
@@ -104,34 +92,24 @@ describe('Conference mode: conference.control pause / resume / end-of-turn and f
 });
 
 describe('Conference mode: barge-in and typed turns', () => {
-  let server: LiveKitTestServer;
-  let under: GatewayUnderTest;
+  let room: ConferenceRoom;
   let alice: TestParticipant;
   const agent = new ScriptedAgent((text) => [{ delta: `A long answer to ${text}.` }]);
 
   beforeAll(async () => {
-    server = await startLiveKitTestServer({ apiKey: API_KEY, apiSecret: API_SECRET });
-    const conference = conferenceConfig(server.url);
-    under = startGateway(
-      conference,
+    room = await openConferenceRoom(
       {
         agent,
         stt: new ScriptedSpeechToText(['tell me a long story']),
         // About eight seconds of speech per reply: long enough to talk over.
         tts: new ScriptedTextToSpeech({ samplesFor: (_text, rate) => rate * 8 }),
       },
-      { bargeIn: true },
+      { gateway: { bargeIn: true } },
     );
-    alice = await TestParticipant.join(server, 'alice', conference.room);
-    await under.reaches('joined');
-    await alice.waitForType('session.created');
+    alice = room.alice;
   });
 
-  afterAll(async () => {
-    await under?.gateway.stop();
-    await alice?.leave();
-    await server?.close();
-  });
+  afterAll(() => room?.close());
 
   it('a typed conference.message starts a turn for its sender', async () => {
     const from = alice.events.length;
@@ -159,7 +137,7 @@ describe('Conference mode: barge-in and typed turns', () => {
 });
 
 describe('Conference mode: whole-reply fallback', () => {
-  let server: LiveKitTestServer;
+  let room: ConferenceRoom;
   let under: GatewayUnderTest;
   let alice: TestParticipant;
   const tone = new ScriptedTextToSpeech();
@@ -181,23 +159,14 @@ describe('Conference mode: whole-reply fallback', () => {
   };
 
   beforeAll(async () => {
-    server = await startLiveKitTestServer({ apiKey: API_KEY, apiSecret: API_SECRET });
-    const conference = conferenceConfig(server.url);
-    under = startGateway(conference, {
+    room = await openConferenceRoom({
       agent: new ScriptedAgent(() => [{ delta: 'First part. ' }, { delta: 'Second part.' }]),
-      stt: new ScriptedSpeechToText(['unused']),
       tts,
     });
-    alice = await TestParticipant.join(server, 'alice', conference.room);
-    await under.reaches('joined');
-    await alice.waitForType('session.created');
+    ({ under, alice } = room);
   });
 
-  afterAll(async () => {
-    await under?.gateway.stop();
-    await alice?.leave();
-    await server?.close();
-  });
+  afterAll(() => room?.close());
 
   it('a speech failure before any audio is retried as one whole reply, heard on hermes-voice', async () => {
     const heard = alice.hearsAgent(under.gateway.agentIdentity);

@@ -33,9 +33,10 @@ import type { ConferenceConfig } from '../../src/conference/conference-config.js
 import { EVENTS_TOPIC, EXTENSIONS_TOPIC } from '../../src/conference/conference-session.js';
 import { TOOLS_TOPIC } from '../../src/conference/remote-tools.js';
 import { createLogger, type Logger } from '../../src/log.js';
+import { ScriptedSpeechToText, ScriptedTextToSpeech } from '../../src/providers/scripted.js';
 import type { SpeechToText, TextToSpeech } from '../../src/providers/types.js';
 import type { SetTimer } from '../../src/protocol/realtime-protocol.js';
-import type { LiveKitTestServer } from '../livekit-server/livekit-test-server.js';
+import { startLiveKitTestServer, type LiveKitTestServer } from '../livekit-server/livekit-test-server.js';
 
 export const API_KEY = 'conduit-conference-key';
 export const API_SECRET = 'conduit-conference-secret-that-is-long-enough';
@@ -119,21 +120,23 @@ export interface GatewayUnderTest {
   nextPoll(): Promise<string[]>;
 }
 
+export interface GatewayOptions {
+  silenceSeconds?: number;
+  bargeIn?: boolean;
+  emptyGraceMs?: number;
+  nowSeconds?: () => number;
+  /** Presence from this instead of the server's RoomService. */
+  listParticipants?: (room: string) => Promise<string[]>;
+  maxReconnectAttempts?: number;
+  drainLimitMs?: number;
+  /** The timer bounding the name question (fired by hand). */
+  nameTimer?: SetTimer;
+}
+
 export function startGateway(
   config: ConferenceConfig,
   providers: { agent: AgentBackend; stt: SpeechToText; tts: TextToSpeech },
-  options: {
-    silenceSeconds?: number;
-    bargeIn?: boolean;
-    emptyGraceMs?: number;
-    nowSeconds?: () => number;
-    /** Presence from this instead of the server's RoomService. */
-    listParticipants?: (room: string) => Promise<string[]>;
-    maxReconnectAttempts?: number;
-    drainLimitMs?: number;
-    /** The timer bounding the name question (fired by hand). */
-    nameTimer?: SetTimer;
-  } = {},
+  options: GatewayOptions = {},
 ): GatewayUnderTest {
   const lines: string[] = [];
   const lineListeners = new Set<() => void>();
@@ -424,6 +427,73 @@ export class TestParticipant {
     await this.source?.close().catch(() => undefined);
     this.source = null;
     await this.room.disconnect().catch(() => undefined);
+  }
+}
+
+/** A LiveKit test server with a gateway in a room of its own, alice there and greeted. */
+export interface ConferenceRoom {
+  server: LiveKitTestServer;
+  config: ConferenceConfig;
+  under: GatewayUnderTest;
+  alice: TestParticipant;
+  /** Joins `identity` to the room, resolving once it is greeted with session.created; it leaves at close. */
+  join(identity: string): Promise<TestParticipant>;
+  /** Stops the gateway, then everyone who joined leaves, then the server closes. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a LiveKit test server and a gateway on `conferenceConfig` (with `config`'s overrides) and joins
+ * alice, resolving once the gateway has joined and greeted her with session.created. Speech providers
+ * default to scripted ones nothing is said to. A start that fails half way closes what it started.
+ */
+export async function openConferenceRoom(
+  providers: { agent: AgentBackend; stt?: SpeechToText; tts?: TextToSpeech },
+  options: { config?: Partial<ConferenceConfig>; gateway?: GatewayOptions } = {},
+): Promise<ConferenceRoom> {
+  const server = await startLiveKitTestServer({ apiKey: API_KEY, apiSecret: API_SECRET });
+  const config = conferenceConfig(server.url, options.config);
+  const participants: TestParticipant[] = [];
+  let under: GatewayUnderTest | null = null;
+  const close = async (): Promise<void> => {
+    await under?.gateway.stop();
+    await Promise.allSettled(participants.map((participant) => participant.leave()));
+    await server.close();
+  };
+  const join = async (identity: string): Promise<TestParticipant> => {
+    const participant = await TestParticipant.join(server, identity, config.room);
+    participants.push(participant);
+    return participant;
+  };
+  try {
+    const started = startGateway(
+      config,
+      {
+        agent: providers.agent,
+        stt: providers.stt ?? new ScriptedSpeechToText(['unused']),
+        tts: providers.tts ?? new ScriptedTextToSpeech(),
+      },
+      options.gateway,
+    );
+    under = started;
+    const alice = await join('alice');
+    await started.reaches('joined');
+    await alice.waitForType('session.created');
+    return {
+      server,
+      config,
+      under: started,
+      alice,
+      join: async (identity) => {
+        const participant = await join(identity);
+        await participant.waitForType('session.created');
+        return participant;
+      },
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
   }
 }
 

@@ -4,15 +4,11 @@ import { ScriptedAgent } from '../../src/agent/scripted-agent.js';
 import { EVENTS_TOPIC } from '../../src/conference/conference-session.js';
 import { TOOLS_TOPIC } from '../../src/conference/remote-tools.js';
 import { registryName } from '../../src/conference/tool-rules.js';
-import { ScriptedSpeechToText, ScriptedTextToSpeech } from '../../src/providers/scripted.js';
-import { startLiveKitTestServer, type LiveKitTestServer } from '../livekit-server/livekit-test-server.js';
 import {
-  API_KEY,
-  API_SECRET,
-  TestParticipant,
-  conferenceConfig,
-  startGateway,
+  openConferenceRoom,
+  type ConferenceRoom,
   type GatewayUnderTest,
+  type TestParticipant,
 } from './conference-harness.js';
 
 const CONSENT_EXPIRES_AT = 2_000_000_000;
@@ -25,13 +21,46 @@ function tool(name: string) {
   };
 }
 
+/**
+ * Makes `owner`'s screen.capture answer with a byte-stream result (`livekit-byte-stream` v1 on a fresh
+ * stream id); `open` then starts that stream towards the agent, with its total size when given.
+ */
+function byteStreamCapture(
+  owner: TestParticipant,
+  under: GatewayUnderTest,
+  result: { mimeType: string; expectedSize: number; summary: string },
+) {
+  const streamId = randomBytes(16).toString('hex');
+  const topic = `hermes-tool-result/${streamId}`;
+  owner.local.registerRpcMethod('screen.capture', async () =>
+    JSON.stringify({
+      type: 'livekit-byte-stream',
+      version: 1,
+      owner_identity: owner.identity,
+      stream_id: streamId,
+      topic,
+      mime_type: result.mimeType,
+      expected_size: result.expectedSize,
+      text_summary: result.summary,
+    }),
+  );
+  const open = (totalSize?: number) =>
+    owner.local.streamBytes({
+      topic,
+      streamId,
+      mimeType: result.mimeType,
+      ...(totalSize === undefined ? {} : { totalSize }),
+      destinationIdentities: [under.gateway.agentIdentity],
+    });
+  return { streamId, topic, open };
+}
+
 describe('Conference mode: remote tools by native RPC, policy tiers and byte-stream results', () => {
-  let server: LiveKitTestServer;
+  let room: ConferenceRoom;
   let under: GatewayUnderTest;
   let alice: TestParticipant;
   let bob: TestParticipant;
   let now = CONSENT_EXPIRES_AT - 60;
-  let roomName = '';
   /** Each turn's script is chosen by the typed text: `call <registry name> <json args>`. */
   const agent = new ScriptedAgent((text) => {
     const [, name, args] = /^call (\S+) (.*)$/.exec(text) ?? [];
@@ -59,38 +88,24 @@ describe('Conference mode: remote tools by native RPC, policy tiers and byte-str
   }
 
   beforeAll(async () => {
-    server = await startLiveKitTestServer({ apiKey: API_KEY, apiSecret: API_SECRET });
-    const conference = conferenceConfig(server.url, {
-      remoteToolPolicy: JSON.stringify({
-        tools: [
-          { participant_identity: 'alice', tool_name: 'camera.snapshot', tier: 1 },
-          { participant_identity: 'alice', tool_name: 'screen.capture', tier: 1 },
-          {
-            participant_identity: 'alice',
-            tool_name: 'desktop_notify',
-            tier: 2,
-            consent_expires_at: CONSENT_EXPIRES_AT,
-          },
-          { participant_identity: 'alice', tool_name: 'files.delete', tier: 3 },
-        ],
-      }),
+    const remoteToolPolicy = JSON.stringify({
+      tools: [
+        { participant_identity: 'alice', tool_name: 'camera.snapshot', tier: 1 },
+        { participant_identity: 'alice', tool_name: 'screen.capture', tier: 1 },
+        {
+          participant_identity: 'alice',
+          tool_name: 'desktop_notify',
+          tier: 2,
+          consent_expires_at: CONSENT_EXPIRES_AT,
+        },
+        { participant_identity: 'alice', tool_name: 'files.delete', tier: 3 },
+      ],
     });
-    under = startGateway(
-      conference,
-      { agent, stt: new ScriptedSpeechToText(['unused']), tts: new ScriptedTextToSpeech() },
-      { nowSeconds: () => now },
-    );
-    roomName = conference.room;
-    alice = await TestParticipant.join(server, 'alice', roomName);
-    await under.reaches('joined');
-    await alice.waitForType('session.created');
+    room = await openConferenceRoom({ agent }, { config: { remoteToolPolicy }, gateway: { nowSeconds: () => now } });
+    ({ under, alice } = room);
   });
 
-  afterAll(async () => {
-    await under?.gateway.stop();
-    await Promise.allSettled([alice?.leave(), bob?.leave()]);
-    await server?.close();
-  });
+  afterAll(() => room?.close());
 
   it('tier 1: a registered tool is called by RPC with the arguments as a JSON object, its result goes to the agent', async () => {
     const calls: { payload: string; caller: string }[] = [];
@@ -111,8 +126,7 @@ describe('Conference mode: remote tools by native RPC, policy tiers and byte-str
   it('tier 3 and unlisted tools reject the whole catalog (and clear the previous one); other participants are not told', async () => {
     expect(await register(alice, ['camera.snapshot', 'files.delete'])).toBe('conference.tools.rejected');
     expect(under.gateway.session?.tools.list()).toEqual([]);
-    bob = await TestParticipant.join(server, 'bob', roomName);
-    await bob.waitForType('session.created');
+    bob = await room.join('bob');
     expect(await register(bob, ['camera.snapshot'])).toBe('conference.tools.rejected');
     expect(alice.toolMessages.filter((m) => m.type === 'conference.tools.rejected')).toHaveLength(1);
     const audit = under.gateway.session?.tools.audit ?? [];
@@ -144,32 +158,17 @@ describe('Conference mode: remote tools by native RPC, policy tiers and byte-str
   });
 
   it('a 12 MiB byte-stream result: stream-ready to the owner, the bytes over a LiveKit byte stream, a bounded envelope to the agent', async () => {
-    const streamId = randomBytes(16).toString('hex');
-    const topic = `hermes-tool-result/${streamId}`;
-    alice.local.registerRpcMethod('screen.capture', async () =>
-      JSON.stringify({
-        type: 'livekit-byte-stream',
-        version: 1,
-        owner_identity: 'alice',
-        stream_id: streamId,
-        topic,
-        mime_type: 'application/octet-stream',
-        expected_size: TWELVE_MIB,
-        text_summary: 'A 12 MiB recording.',
-      }),
-    );
+    const { streamId, topic, open } = byteStreamCapture(alice, under, {
+      mimeType: 'application/octet-stream',
+      expectedSize: TWELVE_MIB,
+      summary: 'A 12 MiB recording.',
+    });
     expect(await register(alice, ['screen.capture', 'desktop_notify'])).toBe('conference.tools.registered');
     const from = alice.toolMessages.length;
     const output = turn(`call ${registryName('alice', 'screen.capture')} {}`);
     const ready = await alice.waitForToolMessage('agent:tool-result-stream-ready', from);
     expect(ready).toEqual({ type: 'agent:tool-result-stream-ready', stream_id: streamId, topic });
-    const writer = await alice.local.streamBytes({
-      topic,
-      streamId,
-      mimeType: 'application/octet-stream',
-      totalSize: TWELVE_MIB,
-      destinationIdentities: [under.gateway.agentIdentity],
-    });
+    const writer = await open(TWELVE_MIB);
     const chunk = new Uint8Array(1024 * 1024).fill(7);
     for (let sent = 0; sent < TWELVE_MIB; sent += chunk.length) await writer.write(chunk);
     await writer.close();
@@ -180,29 +179,15 @@ describe('Conference mode: remote tools by native RPC, policy tiers and byte-str
   });
 
   it('a byte stream that overruns its expected size is cancelled and the agent gets the failure', async () => {
-    const streamId = randomBytes(16).toString('hex');
-    const topic = `hermes-tool-result/${streamId}`;
-    alice.local.registerRpcMethod('screen.capture', async () =>
-      JSON.stringify({
-        type: 'livekit-byte-stream',
-        version: 1,
-        owner_identity: 'alice',
-        stream_id: streamId,
-        topic,
-        mime_type: 'image/png',
-        expected_size: 1000,
-        text_summary: 'A tiny image.',
-      }),
-    );
+    const { streamId, topic, open } = byteStreamCapture(alice, under, {
+      mimeType: 'image/png',
+      expectedSize: 1000,
+      summary: 'A tiny image.',
+    });
     const from = alice.toolMessages.length;
     const output = turn(`call ${registryName('alice', 'screen.capture')} {}`);
     await alice.waitForToolMessage('agent:tool-result-stream-ready', from);
-    const writer = await alice.local.streamBytes({
-      topic,
-      streamId,
-      mimeType: 'image/png',
-      destinationIdentities: [under.gateway.agentIdentity],
-    });
+    const writer = await open();
     await writer.write(new Uint8Array(1500));
     await writer.close();
     const cancel = await alice.waitForToolMessage('agent:tool-result-stream-cancel', from);
@@ -232,49 +217,27 @@ describe('Conference mode: remote tools by native RPC, policy tiers and byte-str
 });
 
 describe('Conference mode: a cancelled byte stream that never ends', () => {
-  let server: LiveKitTestServer;
+  let room: ConferenceRoom;
   let under: GatewayUnderTest;
   let alice: TestParticipant;
   const agent = new ScriptedAgent((text) => [{ tool: text, arguments: '{}' }]);
 
   beforeAll(async () => {
-    server = await startLiveKitTestServer({ apiKey: API_KEY, apiSecret: API_SECRET });
-    const conference = conferenceConfig(server.url, {
-      remoteToolPolicy: JSON.stringify({
-        tools: [{ participant_identity: 'alice', tool_name: 'screen.capture', tier: 1 }],
-      }),
+    const remoteToolPolicy = JSON.stringify({
+      tools: [{ participant_identity: 'alice', tool_name: 'screen.capture', tier: 1 }],
     });
-    under = startGateway(
-      conference,
-      { agent, stt: new ScriptedSpeechToText(['unused']), tts: new ScriptedTextToSpeech() },
-      { drainLimitMs: 300 },
-    );
-    alice = await TestParticipant.join(server, 'alice', conference.room);
-    await under.reaches('joined');
-    await alice.waitForType('session.created');
+    room = await openConferenceRoom({ agent }, { config: { remoteToolPolicy }, gateway: { drainLimitMs: 300 } });
+    ({ under, alice } = room);
   });
 
-  afterAll(async () => {
-    await under?.gateway.stop();
-    await alice?.leave();
-    await server?.close();
-  });
+  afterAll(() => room?.close());
 
   it('makes the gateway abandon the room generation and join again', async () => {
-    const streamId = randomBytes(16).toString('hex');
-    const topic = `hermes-tool-result/${streamId}`;
-    alice.local.registerRpcMethod('screen.capture', async () =>
-      JSON.stringify({
-        type: 'livekit-byte-stream',
-        version: 1,
-        owner_identity: 'alice',
-        stream_id: streamId,
-        topic,
-        mime_type: 'image/png',
-        expected_size: 1000,
-        text_summary: 'A tiny image.',
-      }),
-    );
+    const { open } = byteStreamCapture(alice, under, {
+      mimeType: 'image/png',
+      expectedSize: 1000,
+      summary: 'A tiny image.',
+    });
     const from = alice.toolMessages.length;
     await alice.send(TOOLS_TOPIC, { type: 'conference.tools.register', tools: [tool('screen.capture')] });
     await alice.waitForToolMessage('conference.tools.registered', from);
@@ -290,12 +253,7 @@ describe('Conference mode: a cancelled byte stream that never ends', () => {
     await alice.send(EVENTS_TOPIC, { type: 'response.create' });
     await alice.waitForToolMessage('agent:tool-result-stream-ready', from);
     const rejoining = under.reaches('joining');
-    const writer = await alice.local.streamBytes({
-      topic,
-      streamId,
-      mimeType: 'image/png',
-      destinationIdentities: [under.gateway.agentIdentity],
-    });
+    const writer = await open();
     // Too many bytes, and the stream is never closed: cancelled, then never drained to its end.
     await writer.write(new Uint8Array(1500));
     await alice.waitForToolMessage('agent:tool-result-stream-cancel', from);
