@@ -150,15 +150,16 @@ describe.each(STORE_KINDS)('the credential index on %s', (kind) => {
     const pages: { table: string; take: number; rows: number }[] = [];
     const source: IndexSource = {
       pageInstallations: async (after, take) => {
-        const rows = await store.pageInstallations(after, take);
-        pages.push({ table: 'installations', take, rows: rows.length });
-        return rows;
+        const page = await store.pageInstallations(after, take);
+        pages.push({ table: 'installations', take, rows: page.rows.length });
+        return page;
       },
       pageGateways: async (after, take) => {
-        const rows = await store.pageGateways(after, take);
-        pages.push({ table: 'gateways', take, rows: rows.length });
-        return rows;
+        const page = await store.pageGateways(after, take);
+        pages.push({ table: 'gateways', take, rows: page.rows.length });
+        return page;
       },
+      writesElsewhere: () => store.writesElsewhere(),
     };
     const index = new MemoryCredentialIndex(2);
     const total = await store.countInstallations();
@@ -173,7 +174,7 @@ describe.each(STORE_KINDS)('the credential index on %s', (kind) => {
       expect(index.installation(phone.id)).toEqual(phone);
       expect(index.gateways(phone.id)).toEqual(await store.listGateways(phone.id));
     }
-    // Oldest first, as the database lists them, though paged in id order.
+    // Oldest first, as the database lists them, though paged in the store's order.
     expect(index.gateways(phones[0]!.id)?.map((host) => host.createdAt)).toEqual([
       phones[0]!.createdAt + 1,
       phones[0]!.createdAt + 2,
@@ -198,6 +199,7 @@ describe.each(STORE_KINDS)('the credential index on %s', (kind) => {
         return store.pageInstallations(after, take);
       },
       pageGateways: (after, take) => store.pageGateways(after, take),
+      writesElsewhere: () => store.writesElsewhere(),
     };
     const loading = index.load(source);
     expect(index.complete).toBe(false);
@@ -227,6 +229,7 @@ describe.each(STORE_KINDS)('the credential index on %s', (kind) => {
         return rows;
       },
       pageGateways: (after, take) => store.pageGateways(after, take),
+      writesElsewhere: () => store.writesElsewhere(),
     });
     await pageRead.opened;
     const rotated = 'ef'.repeat(32);
@@ -234,6 +237,70 @@ describe.each(STORE_KINDS)('the credential index on %s', (kind) => {
     pageReturns.open();
     await loading;
     expect((await indexed.findInstallation(phone.id))?.deviceToken).toBe(rotated);
+  });
+
+  it('another connection writing while the load pages (a VACUUM renumbers SQLite rows) makes SQLite read again; PostgreSQL pages by key and needs no check', async () => {
+    const before = installation();
+    await store.insertInstallation(before);
+    const index = new MemoryCredentialIndex(1);
+    const firstPage = gate();
+    const resume = gate();
+    let readings = 0;
+    const loading = index.load({
+      pageInstallations: async (after, take) => {
+        if (after === null) readings += 1;
+        const page = await store.pageInstallations(after, take);
+        if (readings === 1 && after === null) {
+          firstPage.open();
+          await resume.opened;
+        }
+        return page;
+      },
+      pageGateways: (after, take) => store.pageGateways(after, take),
+      writesElsewhere: () => store.writesElsewhere(),
+    });
+    await firstPage.opened;
+    // Another process's connection: its commit is not this store's own write.
+    const other = await openPrismaStore(url);
+    const elsewhere = installation();
+    try {
+      await other.insertInstallation(elsewhere);
+      if (kind === 'sqlite') await other.db.$executeRawUnsafe('VACUUM');
+    } finally {
+      await other.close();
+    }
+    resume.open();
+    const loaded = await loading;
+    if (kind === 'sqlite') {
+      expect(readings).toBe(2);
+      expect(loaded).toEqual({
+        installations: await store.countInstallations(),
+        gateways: await store.db.gateway.count(),
+      });
+      expect(index.installation(elsewhere.id)).toEqual(elsewhere);
+    } else {
+      // Several processes share PostgreSQL: another one's rows reach the index as invalidations instead.
+      expect(await store.writesElsewhere()).toBeNull();
+      expect(readings).toBe(1);
+    }
+    expect(index.installation(before.id)).toEqual(before);
+  });
+
+  it('a load stops reading again after three attempts when another writer never stops', async () => {
+    let stamp = 0;
+    let readings = 0;
+    const index = new MemoryCredentialIndex();
+    const loaded = await index.load({
+      pageInstallations: async (after, take) => {
+        if (after === null) readings += 1;
+        return store.pageInstallations(after, take);
+      },
+      pageGateways: (after, take) => store.pageGateways(after, take),
+      writesElsewhere: () => Promise.resolve(String((stamp += 1))),
+    });
+    expect(readings).toBe(3);
+    expect(loaded?.installations).toBe(await store.countInstallations());
+    expect(index.complete).toBe(true);
   });
 
   it('every write reaches the index once committed: answers change with no read of the database', async () => {

@@ -1,13 +1,22 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Preferences } from '../domain/preferences.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord } from './records.js';
-import type { InstallationPatch, SecondaryTokenField } from './relay-store.js';
+import type { InstallationPatch, SecondaryTokenField, StorePage } from './relay-store.js';
 
-/** Where the boot-time load reads the tables from: pages in key order, never the whole table at once. */
+/** Where the boot-time load reads the tables from: a page at a time, never the whole table at once. */
 export interface IndexSource {
-  pageInstallations(afterId: string | null, take: number): Promise<InstallationRecord[]>;
-  pageGateways(after: { installationId: string; id: string } | null, take: number): Promise<GatewayRecord[]>;
+  pageInstallations(after: string | null, take: number): Promise<StorePage<InstallationRecord>>;
+  pageGateways(after: string | null, take: number): Promise<StorePage<GatewayRecord>>;
+  /** RelayStore.writesElsewhere: when it changed over a load, the load runs again. */
+  writesElsewhere(): Promise<string | null>;
 }
+
+/**
+ * Loads in a row when another connection kept writing to the database meanwhile (RelayStore
+ * writesElsewhere); the last one stands (the relay is then not the database's only writer, which the
+ * single-process mode asks of its operator anyway).
+ */
+const MAX_LOAD_ATTEMPTS = 3;
 
 /**
  * Every installation with its gateways, in memory, so authenticating a gateway or a phone and reading
@@ -120,9 +129,18 @@ class SharedValues {
     return this.share(this.lists, value.join('\n'), value);
   }
 
+  /** Frozen objects already shared (the store hands the boot-time load one frozen object per text). */
+  private readonly sharedPreferences = new WeakMap<Preferences, Preferences>();
+
   /** Frozen: one object serves many installations, so nobody may change it in place. */
   prefs(value: Preferences): Preferences {
-    return this.share(this.preferences, JSON.stringify(value), value, true);
+    // Only a frozen object can be known by identity: a mutable one may have changed since.
+    const frozen = Object.isFrozen(value);
+    const known = frozen ? this.sharedPreferences.get(value) : undefined;
+    if (known) return known;
+    const kept = this.share(this.preferences, JSON.stringify(value), value, true);
+    if (frozen) this.sharedPreferences.set(value, kept);
+    return kept;
   }
 
   private share<V extends object | string>(table: Map<string, V>, key: string, value: V, freeze = false): V {
@@ -202,13 +220,22 @@ export class MemoryCredentialIndex implements CredentialIndex {
     const run = ++this.loads;
     this.loaded = false;
     this.reading = true;
-    this.entries = new Map();
+    // What changed while a load was reading stays unknown across a repeated read (the database answers).
     this.unknown = new Map();
     try {
-      const gateways = await this.readTables(source, () => run === this.loads);
-      if (gateways === null) return null;
-      this.loaded = true;
-      return { installations: this.entries.size, gateways };
+      for (let attempt = 1; ; attempt += 1) {
+        this.entries = new Map();
+        const before = await source.writesElsewhere();
+        if (run !== this.loads) return null;
+        const gateways = await this.readTables(source, () => run === this.loads);
+        if (gateways === null) return null;
+        const after = await source.writesElsewhere();
+        if (run !== this.loads) return null;
+        if (after === before || attempt === MAX_LOAD_ATTEMPTS) {
+          this.loaded = true;
+          return { installations: this.entries.size, gateways };
+        }
+      }
     } finally {
       if (run === this.loads) this.reading = false;
     }
@@ -216,28 +243,25 @@ export class MemoryCredentialIndex implements CredentialIndex {
 
   /** Both tables, a page at a time; null as soon as `current` says a newer load took over. */
   private async readTables(source: IndexSource, current: () => boolean): Promise<number | null> {
-    let afterId: string | null = null;
-    for (;;) {
-      const page: InstallationRecord[] = await source.pageInstallations(afterId, this.pageRows);
+    let after: string | null = null;
+    do {
+      const page: StorePage<InstallationRecord> = await source.pageInstallations(after, this.pageRows);
       if (!current()) return null;
-      for (const record of page) {
+      for (const record of page.rows) {
         // Changed or created while this page was read: the write-through's state (or the database) wins.
         if (!this.entries.has(record.id) && !this.unknown.has(record.id)) {
           this.entries.set(record.id, this.entryOf(record));
         }
       }
-      const last = page.at(-1);
-      if (!last || page.length < this.pageRows) break;
-      afterId = last.id;
+      after = page.next;
       // better-sqlite3 runs each page synchronously: requests get the loop between pages.
-      await yieldToEventLoop();
-    }
+      if (after !== null) await yieldToEventLoop();
+    } while (after !== null);
     let gateways = 0;
-    let afterGateway: { installationId: string; id: string } | null = null;
-    for (;;) {
-      const page: GatewayRecord[] = await source.pageGateways(afterGateway, this.pageRows);
+    do {
+      const page: StorePage<GatewayRecord> = await source.pageGateways(after, this.pageRows);
       if (!current()) return null;
-      for (const record of page) {
+      for (const record of page.rows) {
         if (this.unknown.has(record.installationId)) continue;
         const entry = this.entries.get(record.installationId);
         // An orphan row (its installation removed outside the relay) authenticates nothing, as in the database.
@@ -245,11 +269,9 @@ export class MemoryCredentialIndex implements CredentialIndex {
         this.insertGateway(entry, record);
         gateways += 1;
       }
-      const last = page.at(-1);
-      if (!last || page.length < this.pageRows) break;
-      afterGateway = { installationId: last.installationId, id: last.id };
-      await yieldToEventLoop();
-    }
+      after = page.next;
+      if (after !== null) await yieldToEventLoop();
+    } while (after !== null);
     return gateways;
   }
 

@@ -6,7 +6,7 @@ import {
   type IndexInvalidation,
 } from './credential-index.js';
 import type { GatewayActivity, GatewayRecord, InstallationRecord, PairingRecord } from './records.js';
-import type { DecisionChange, InstallationPatch, RelayStore, SecondaryTokenField } from './relay-store.js';
+import type { DecisionChange, InstallationPatch, RelayStore, SecondaryTokenField, StorePage } from './relay-store.js';
 
 /** A database read of one installation with its gateways (the refill of a forgotten one). */
 interface Read {
@@ -69,12 +69,16 @@ export class IndexedStore implements RelayStore {
     return this.index.load(this.inner);
   }
 
-  pageInstallations(afterId: string | null, take: number): Promise<InstallationRecord[]> {
-    return this.inner.pageInstallations(afterId, take);
+  pageInstallations(after: string | null, take: number): Promise<StorePage<InstallationRecord>> {
+    return this.inner.pageInstallations(after, take);
   }
 
-  pageGateways(after: { installationId: string; id: string } | null, take: number): Promise<GatewayRecord[]> {
+  pageGateways(after: string | null, take: number): Promise<StorePage<GatewayRecord>> {
     return this.inner.pageGateways(after, take);
+  }
+
+  writesElsewhere(): Promise<string | null> {
+    return this.inner.writesElsewhere();
   }
 
   /**

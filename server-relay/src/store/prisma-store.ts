@@ -3,7 +3,7 @@ import { createDb, migrate, providerOf, type Db, type Provider } from '@conduit/
 import type { DecisionRecord } from '../domain/decisions.js';
 import { isActive } from '../domain/decisions.js';
 import type { BatchQuestion } from '../domain/events.js';
-import { normalizePreferences } from '../domain/preferences.js';
+import { normalizePreferences, type Preferences } from '../domain/preferences.js';
 import { dateTimeParam, lastSeenStatements, type LastSeen } from './last-seen-statements.js';
 import { dateTimeMs, jsonPageStatement, readJsonPage } from './json-pages.js';
 import { assertRelayMayUse } from './database-state.js';
@@ -15,6 +15,7 @@ import {
   type InstallationPatch,
   type RelayStore,
   type SecondaryTokenField,
+  type StorePage,
 } from './relay-store.js';
 import { EXPIRED_INSTALLATIONS_KEY } from './unpaired-expiry.js';
 import { FIXED_LIMITS } from '../limits.js';
@@ -179,15 +180,17 @@ function textOrNull(value: unknown): string | null {
   return value === null || value === undefined ? null : text(value);
 }
 
-/** Rows of a JSON page by their key columns (the first `length` values). */
-function compareKeys(a: unknown[], b: unknown[], length: number): number {
-  for (let i = 0; i < length; i += 1) {
-    const x = String(a[i]);
-    const y = String(b[i]);
-    if (x !== y) return x < y ? -1 : 1;
+/** A two-column page cursor (`[installationId, id]` as JSON) back to its key values. */
+function cursorKey(cursor: string): [string, string] {
+  const key: unknown = JSON.parse(cursor);
+  if (!Array.isArray(key) || key.length !== 2 || !key.every((part) => typeof part === 'string')) {
+    throw new Error('a page cursor is not a two-part key');
   }
-  return 0;
+  return [key[0] as string, key[1] as string];
 }
+
+/** How many distinct preferences texts a store keeps parsed (rows mostly share a handful). */
+const PREFERENCE_TEXTS_KEPT = 1024;
 
 /**
  * The advisory lock registrations hold while they count and insert (PostgreSQL), in the two-key form:
@@ -206,6 +209,8 @@ function isUniqueViolation(error: unknown): boolean {
 /** Prisma on SQLite (DATA_PATH) or PostgreSQL (DATABASE_URL); migrations are applied by `openPrismaStore`. */
 export class PrismaStore implements RelayStore {
   private admissions: Promise<void> = Promise.resolve();
+  /** Preferences texts read by the boot-time load, to their frozen objects (PREFERENCE_TEXTS_KEPT at most). */
+  private readonly preferencesByText = new Map<string, Preferences>();
 
   constructor(
     readonly db: Db,
@@ -344,40 +349,31 @@ export class PrismaStore implements RelayStore {
     });
   }
 
-  async pageInstallations(afterId: string | null, take: number): Promise<InstallationRecord[]> {
-    const page = await this.jsonPage(
-      'Installation',
-      INSTALLATION_COLUMNS,
-      ['id'],
-      afterId !== null ? [afterId] : null,
-      take,
-    );
-    return page.map((values) => {
-      const [id, bundleId, deviceToken, voipToken, watchVoipToken, locationPushToken, environment, hash] = values;
-      const [active, preferences, createdAt, updatedAt, pairedAt, lastSeenAt] = values.slice(8);
-      return toInstallation({
-        id: text(id),
-        bundleId: text(bundleId),
-        deviceToken: text(deviceToken),
-        voipToken: textOrNull(voipToken),
-        watchVoipToken: textOrNull(watchVoipToken),
-        locationPushToken: textOrNull(locationPushToken),
-        environment: text(environment),
-        deviceSecretHash: text(hash),
-        active: active === true || active === 1,
-        preferences: text(preferences),
-        createdAt: this.date(createdAt),
-        updatedAt: this.date(updatedAt),
-        pairedAt: this.dateOrNull(pairedAt),
-        lastSeenAt: this.dateOrNull(lastSeenAt),
-      });
-    });
+  async pageInstallations(after: string | null, take: number): Promise<StorePage<InstallationRecord>> {
+    const page = await this.tablePage('Installation', INSTALLATION_COLUMNS, ['id'], after, take);
+    // Straight to the record: times as numbers (no Date in between), preferences parsed once per text.
+    const rows = page.rows.map((values): InstallationRecord => ({
+      id: text(values[0]),
+      bundleId: text(values[1]),
+      deviceToken: text(values[2]),
+      voipToken: textOrNull(values[3]),
+      watchVoipToken: textOrNull(values[4]),
+      locationPushToken: textOrNull(values[5]),
+      environment: text(values[6]),
+      deviceSecretHash: text(values[7]),
+      active: values[8] === true || values[8] === 1,
+      preferences: this.preferencesOf(text(values[9])),
+      createdAt: this.ms(values[10]),
+      updatedAt: this.ms(values[11]),
+      pairedAt: dateTimeMs(this.provider, values[12]),
+      lastSeenAt: dateTimeMs(this.provider, values[13]),
+    }));
+    return { rows, next: page.next };
   }
 
-  async pageGateways(after: { installationId: string; id: string } | null, take: number): Promise<GatewayRecord[]> {
-    const key = after !== null ? [after.installationId, after.id] : null;
-    const page = await this.jsonPage('Gateway', GATEWAY_COLUMNS, ['installationId', 'id'], key, take);
-    return page.map((values) => {
+  async pageGateways(after: string | null, take: number): Promise<StorePage<GatewayRecord>> {
+    const page = await this.tablePage('Gateway', GATEWAY_COLUMNS, ['installationId', 'id'], after, take);
+    const rows = page.rows.map((values) => {
       const [installationId, id, name, secretHash, dashboardId, createdAt, version, capabilities, lastEventAt] = values;
       return toGateway({
         installationId: text(installationId),
@@ -391,21 +387,65 @@ export class PrismaStore implements RelayStore {
         lastEventAt: this.dateOrNull(lastEventAt),
       });
     });
+    return { rows, next: page.next };
   }
 
-  private async jsonPage(
+  async writesElsewhere(): Promise<string | null> {
+    if (this.provider !== 'sqlite') return null;
+    const rows = await this.db.$queryRawUnsafe<{ data_version: unknown }[]>('PRAGMA data_version');
+    return String(rows[0]?.data_version);
+  }
+
+  /**
+   * One page of a table for the boot-time load, as JSON (json-pages.ts). SQLite pages by rowid: a
+   * table without an integer primary key keeps its rows in rowid order, so each page is one sequential
+   * run of the table, where primary-key order looks every row up through the key's index (about twice
+   * the load's time at 50,000 installations). A rowid is stable but for a VACUUM, which other
+   * connections' writes show (`writesElsewhere`). PostgreSQL pages by primary key (`key`).
+   */
+  private async tablePage(
     table: string,
     columns: readonly string[],
     key: readonly [string] | readonly [string, string],
-    after: readonly string[] | null,
+    after: string | null,
     take: number,
-  ): Promise<unknown[][]> {
-    const { sql, params } = jsonPageStatement(this.provider, table, columns, key, after, take);
+  ): Promise<StorePage<unknown[]>> {
+    if (this.provider === 'sqlite') {
+      // The rowid rides as the last value; json_group_array keeps no order, so the page is sorted by it.
+      const { sql, params } = jsonPageStatement(
+        'sqlite',
+        table,
+        [...columns, 'rowid'],
+        ['rowid'],
+        after === null ? null : [after],
+        take,
+      );
+      const rows = readJsonPage(await this.db.$queryRawUnsafe<{ page: unknown }[]>(sql, ...params));
+      const at = columns.length;
+      rows.sort((a, b) => Number(a[at]) - Number(b[at]));
+      const last = rows.at(-1);
+      return { rows, next: last && rows.length === take ? String(last[at]) : null };
+    }
+    const afterKey = after === null ? null : key.length === 1 ? [after] : cursorKey(after);
+    const { sql, params } = jsonPageStatement(this.provider, table, columns, key, afterKey, take);
     const rows = readJsonPage(await this.db.$queryRawUnsafe<{ page: unknown }[]>(sql, ...params));
-    // PostgreSQL orders the aggregate itself; SQLite aggregates in the subquery's order, sorted again
-    // here by the same byte order (ids are ASCII) because the next page starts after the last key.
-    if (this.provider === 'sqlite') rows.sort((a, b) => compareKeys(a, b, key.length));
-    return rows;
+    const last = rows.at(-1);
+    if (!last || rows.length < take) return { rows, next: null };
+    return { rows, next: key.length === 1 ? String(last[0]) : JSON.stringify([last[0], last[1]]) };
+  }
+
+  /** A preferences column's object; rows mostly share a few texts, each parsed once (bounded). */
+  private preferencesOf(stored: string): Preferences {
+    const known = this.preferencesByText.get(stored);
+    if (known) return known;
+    // Frozen: one object serves every row with this text.
+    const preferences = Object.freeze(normalizePreferences(parseJson(stored, {})));
+    if (this.preferencesByText.size < PREFERENCE_TEXTS_KEPT) this.preferencesByText.set(stored, preferences);
+    return preferences;
+  }
+
+  private ms(value: unknown): number {
+    return dateTimeMs(this.provider, value) ?? Number.NaN;
   }
 
   private date(value: unknown): Date {

@@ -29,6 +29,12 @@ export interface DecisionChange<T> {
  * The relay's persistent state. Every method that resolves has made its write durable (the API
  * acknowledges only after it), and no method's cost grows with the number of installations.
  */
+/** One page of a table read in pages, and where the next page starts (null: this was the last). */
+export interface StorePage<T> {
+  rows: T[];
+  next: string | null;
+}
+
 export interface RelayStore {
   countInstallations(): Promise<number>;
   countActiveInstallations(): Promise<number>;
@@ -58,10 +64,21 @@ export interface RelayStore {
    * `onRemoved` hears each batch as it commits (a sweep failing half-way has removed the earlier ones).
    */
   expireUnpairedInstallations(cutoffMs: number, nowMs: number, onRemoved?: (ids: string[]) => void): Promise<string[]>;
-  /** Up to `take` installations with an id after `afterId` (from the first when null), in id order. */
-  pageInstallations(afterId: string | null, take: number): Promise<InstallationRecord[]>;
-  /** Up to `take` gateways after the key (from the first when null), in (installationId, id) order. */
-  pageGateways(after: { installationId: string; id: string } | null, take: number): Promise<GatewayRecord[]>;
+  /**
+   * Up to `take` installations after the cursor (from the first when null), and the cursor of the next
+   * page. The order is the store's own (SQLite: row order; PostgreSQL: id order): paging visits every
+   * row once.
+   */
+  pageInstallations(after: string | null, take: number): Promise<StorePage<InstallationRecord>>;
+  /** Up to `take` gateways after the cursor (from the first when null), as pageInstallations. */
+  pageGateways(after: string | null, take: number): Promise<StorePage<GatewayRecord>>;
+  /**
+   * Changes whenever another connection committed to the database since the last call (SQLite's
+   * `PRAGMA data_version`), so a boot-time load that paged through a table another process rewrote
+   * meanwhile (a VACUUM renumbers SQLite's rows) knows to read it again. Null where paging needs no
+   * such check (PostgreSQL pages by primary key).
+   */
+  writesElsewhere(): Promise<string | null>;
 
   listGateways(installationId: string): Promise<GatewayRecord[]>;
   findGateway(installationId: string, gatewayId: string): Promise<GatewayRecord | null>;
