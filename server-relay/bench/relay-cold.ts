@@ -16,7 +16,7 @@
  * printed with them.
  *
  * Options: BENCH_INSTALLATIONS (50,000), BENCH_GATEWAYS (25,000), BENCH_WARM_GATEWAYS (1,000),
- * BENCH_CONNECTIONS (16), BENCH_IDLE_S (15: how long RSS is watched after the runs), BENCH_RELAY_MAIN (another build's main.js, to compare builds; with a relay
+ * BENCH_CONNECTIONS (16), BENCH_IDLE_S (45: how long RSS is watched after the runs), BENCH_RELAY_MAIN (another build's main.js, to compare builds; with a relay
  * that has no credential index set BENCH_INDEX_WAIT=0), BENCH_RELAY_NODE_FLAGS (node flags of the relay
  * process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/relay-prof`).
  */
@@ -43,7 +43,7 @@ const WAIT_FOR_INDEX = process.env.BENCH_INDEX_WAIT !== '0';
 const RELAY_NODE_FLAGS = (process.env.BENCH_RELAY_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const TOPIC = 'com.example.bench';
 /** Seconds the bench watches the relay's RSS after the runs, idle. */
-const IDLE_S = Number(process.env.BENCH_IDLE_S ?? 15);
+const IDLE_S = Number(process.env.BENCH_IDLE_S ?? 45);
 const TICK_MS = 10; // USER_HZ = 100 on Linux
 /** So the bench can read the relay's own heap figures (`GET /metrics`) after the runs. */
 const METRICS_TOKEN = randomBytes(24).toString('hex');
@@ -219,12 +219,14 @@ async function main(): Promise<void> {
       );
       const memory = memoryMb(pid);
       const heap = await heapBreakdown(url);
-      // What the relay keeps once the burst is over: V8 shrinks its heap after a few idle seconds
-      // (its memory reducer); the lowest RSS over the next IDLE_S seconds.
+      // What the relay keeps once the burst is over: V8's memory reducer collects and shrinks the heap
+      // some seconds into an idle spell; the lowest RSS over the next IDLE_S seconds, and when.
       let idleRss = memory.rss;
-      for (let second = 0; second < IDLE_S; second += 1) {
+      let idleAfterS = 0;
+      for (let second = 1; second <= IDLE_S; second += 1) {
         await new Promise((resolve) => setTimeout(resolve, 1_000));
-        idleRss = Math.min(idleRss, memoryMb(pid).rss);
+        const rss = memoryMb(pid).rss;
+        if (rss < idleRss) [idleRss, idleAfterS] = [rss, second];
       }
       const idleHeap = await heapBreakdown(url);
       console.log(
@@ -254,7 +256,9 @@ async function main(): Promise<void> {
         );
       }
       console.log(`RSS right after the runs ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB); ${heap}`);
-      console.log(`RSS once idle (lowest over ${IDLE_S} s) ${idleRss.toFixed(0)} MB; ${idleHeap}`);
+      console.log(
+        `RSS once idle: lowest over ${IDLE_S} s ${idleRss.toFixed(0)} MB, ${idleAfterS} s after the runs; ${idleHeap}`,
+      );
     } finally {
       child.kill('SIGTERM');
       await exited;
