@@ -6,12 +6,25 @@
  * (installation UUIDs, 22-character ring and grant ids) stay readable.
  */
 export function loggablePath(url: string): string {
+  // Most requests go to a handful of paths (`/v1/events`): a path already found to hold nothing to
+  // redact is not split and tested again. Only those are kept, so the set never holds a secret.
+  if (PLAIN_PATHS.has(url)) return url;
   const path = url.split('?')[0] || '/';
-  return path
+  const loggable = path
     .split('/')
     .map((segment) => (looksSecret(decoded(segment)) ? ':redacted' : segment))
     .join('/');
+  if (loggable === url && url.length <= PLAIN_PATH_MAX_CHARS) {
+    if (PLAIN_PATHS.size >= PLAIN_PATHS_KEPT) PLAIN_PATHS.clear();
+    PLAIN_PATHS.add(url);
+  }
+  return loggable;
 }
+
+/** Paths (without a query) whose loggable form is themselves; bounded, emptied when full. */
+const PLAIN_PATHS = new Set<string>();
+const PLAIN_PATHS_KEPT = 1_024;
+const PLAIN_PATH_MAX_CHARS = 128;
 
 /** Secrets are 43 characters, APNs tokens 64–200 hex; nothing the relay hands out is this long. */
 const LONG_SEGMENT_CHARS = 40;

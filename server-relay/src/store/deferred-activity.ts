@@ -36,7 +36,15 @@ export class DeferredActivity {
   record(installationId: string, gatewayId: string, activity: GatewayActivity): void {
     const key = `${installationId}:${gatewayId}`;
     const existing = this.pending.get(key);
-    this.pending.set(key, { installationId, gatewayId, activity: { ...existing?.activity, ...activity } });
+    if (existing) {
+      // The pending entry's own object (never the caller's): merged in place, field by field.
+      const merged = existing.activity;
+      if (activity.pluginVersion !== undefined) merged.pluginVersion = activity.pluginVersion;
+      if (activity.pluginCapabilities !== undefined) merged.pluginCapabilities = activity.pluginCapabilities;
+      if (activity.lastEventAt !== undefined) merged.lastEventAt = activity.lastEventAt;
+    } else {
+      this.pending.set(key, { installationId, gatewayId, activity: copyActivity(activity) });
+    }
     if (this.shared) this.publish(key, installationId, gatewayId, activity, this.shared);
     if (!this.timer) {
       this.timer = setTimeout(() => {
@@ -107,4 +115,13 @@ export class DeferredActivity {
     this.flushing = this.flushing.then(() => this.store.recordGatewayActivities(batch));
     await this.flushing;
   }
+}
+
+/** The fields given, and only those (a literal of one shape rather than a spread). */
+function copyActivity(activity: GatewayActivity): GatewayActivity {
+  const copy: GatewayActivity = {};
+  if (activity.pluginVersion !== undefined) copy.pluginVersion = activity.pluginVersion;
+  if (activity.pluginCapabilities !== undefined) copy.pluginCapabilities = activity.pluginCapabilities;
+  if (activity.lastEventAt !== undefined) copy.lastEventAt = activity.lastEventAt;
+  return copy;
 }
