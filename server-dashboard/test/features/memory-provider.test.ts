@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Host } from '../../src/app.js';
 import { hermesPython } from '../../src/kernel/hermes-python.js';
 import { ManualTimers } from '../../src/kernel/timers.js';
@@ -163,6 +163,12 @@ describe('a hung provider', () => {
       expect((await call('/memory/recall?profile=honcho', { query: 'warm up' }, hung.url)).body.available).toBe(true);
       const first = call('/memory/recall?profile=honcho', { query: 'hang' }, hung.url);
       await timers.untilWaiting(1);
+      // The deadline is armed before the query reaches the provider: wait until the provider is inside
+      // the hanging recall, or the next query could reach it first and be answered.
+      const calls = path.join(home.root, 'profiles', 'honcho', 'hermes-calls.jsonl');
+      await vi.waitFor(() => expect(readFileSync(calls, 'utf8')).toContain('"call": "prefetch_hang"'), {
+        timeout: 20_000,
+      });
       expect(await call('/memory/recall?profile=honcho', { query: 'q' }, hung.url)).toEqual({
         status: 503,
         body: { detail: 'The memory provider is not responding; try again shortly' },
